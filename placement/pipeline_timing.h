@@ -1,0 +1,53 @@
+// What one iteration of a pipeline costs, stage by stage and hop by hop: the input shared by
+// the closed-form iteration model (full cost model) and the discrete-event simulator.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tessel::placement {
+
+enum class ScheduleKind { GPipe, OneFOneB, Interleaved };
+
+const char* to_string(ScheduleKind kind);             // "gpipe", "1f1b", "interleaved"
+ScheduleKind parse_schedule_kind(const std::string&);  // throws std::invalid_argument naming the value
+
+struct ScheduleSpec {
+  ScheduleKind kind = ScheduleKind::OneFOneB;
+  int stages = 1;         // p: pipeline ranks (devices of one replica)
+  int micro_batches = 1;  // m: micro-batches per iteration and replica
+  int chunks = 1;         // v: model chunks per rank (interleaved only; 1 otherwise)
+  // Interleaved only: G, consecutive micro-batches run per chunk before switching chunks
+  // (Megatron's microbatch_group_size_per_vp_stage); 0 means p, Megatron's default.
+  int microbatch_group = 0;
+};
+
+// Per micro-batch costs of one stage (all of its chunks together; a chunk takes 1/v).
+struct StageTiming {
+  double forward_s = 0;
+  double backward_s = 0;   // includes recomputation when activations are recomputed
+  double allreduce_s = 0;  // the stage's data-parallel gradient all-reduce, whole iteration
+};
+
+// One message (activations forward or their gradients backward; both have the same size)
+// crossing one hop: arrival = send start + transfer_s (link busy) + latency_s (in flight).
+// Each direction of a hop is its own link (full duplex).
+struct HopTiming {
+  double latency_s = 0;
+  double transfer_s = 0;
+};
+
+struct PipelineTiming {
+  std::vector<StageTiming> stages;  // p entries, in pipeline order
+  // hops[j] joins stage j and stage j+1: p-1 entries; the interleaved schedule also uses
+  // hops[p-1], from the last stage back to the first (p entries).
+  std::vector<HopTiming> hops;
+  double optimizer_s = 0;  // optimizer step after the all-reduce
+  // true: sends, receives and the all-reduce run on their own streams while compute goes
+  // on, and the all-reduce starts bucket by bucket during the last backward;
+  // false: every communication blocks the compute of its stage.
+  bool overlap = true;
+  int allreduce_buckets = 4;
+};
+
+}  // namespace tessel::placement

@@ -1,0 +1,509 @@
+#include "placement/schedule.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace tessel::placement {
+
+const char* to_string(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::GPipe:
+      return "gpipe";
+    case ScheduleKind::OneFOneB:
+      return "1f1b";
+    case ScheduleKind::Interleaved:
+      return "interleaved";
+  }
+  return "unknown";
+}
+
+ScheduleKind parse_schedule_kind(const std::string& name) {
+  for (ScheduleKind kind :
+       {ScheduleKind::GPipe, ScheduleKind::OneFOneB, ScheduleKind::Interleaved}) {
+    if (name == to_string(kind)) return kind;
+  }
+  throw std::invalid_argument("unknown schedule '" + name +
+                              "' (expected gpipe, 1f1b or interleaved)");
+}
+
+const char* to_string(Op op) {
+  switch (op) {
+    case Op::Forward:
+      return "Forward";
+    case Op::Backward:
+      return "Backward";
+    case Op::SendActivation:
+      return "SendActivation";
+    case Op::RecvActivation:
+      return "RecvActivation";
+    case Op::SendGradient:
+      return "SendGradient";
+    case Op::RecvGradient:
+      return "RecvGradient";
+    case Op::AllReduce:
+      return "AllReduce";
+    case Op::OptimizerStep:
+      return "OptimizerStep";
+  }
+  return "unknown";
+}
+
+namespace {
+
+bool is_send(Op op) { return op == Op::SendActivation || op == Op::SendGradient; }
+bool is_recv(Op op) { return op == Op::RecvActivation || op == Op::RecvGradient; }
+
+int group_size(const ScheduleSpec& spec) {
+  return spec.microbatch_group > 0 ? spec.microbatch_group : spec.stages;
+}
+
+std::string spec_name(const ScheduleSpec& spec) {
+  return std::string(to_string(spec.kind)) + " schedule (p=" + std::to_string(spec.stages) +
+         ", m=" + std::to_string(spec.micro_batches) + ", v=" + std::to_string(spec.chunks) + ")";
+}
+
+}  // namespace
+
+std::string to_string(const Instruction& instruction) {
+  std::string text = to_string(instruction.op);
+  if (instruction.micro_batch >= 0) {
+    text +=
+        " mb" + std::to_string(instruction.micro_batch) + " c" + std::to_string(instruction.chunk);
+  }
+  if (is_send(instruction.op)) text += " to " + std::to_string(instruction.peer);
+  if (is_recv(instruction.op)) text += " from " + std::to_string(instruction.peer);
+  return text;
+}
+
+void validate_schedule_spec(const ScheduleSpec& spec) {
+  const std::string name = spec_name(spec);
+  auto fail = [&](const std::string& why) { throw std::invalid_argument(name + ": " + why); };
+  if (spec.stages < 1) fail("needs at least 1 stage");
+  if (spec.micro_batches < 1) fail("needs at least 1 micro-batch");
+  if (spec.kind != ScheduleKind::Interleaved) {
+    if (spec.chunks != 1) fail("chunks (v) must be 1; only the interleaved schedule uses v > 1");
+    if (spec.microbatch_group != 0)
+      fail("microbatch_group applies to the interleaved schedule only");
+    return;
+  }
+  if (spec.stages < 2) fail("the interleaved schedule needs at least 2 stages");
+  if (spec.chunks < 2) fail("the interleaved schedule needs chunks (v) >= 2");
+  if (spec.microbatch_group < 0) fail("microbatch_group must be 0 (meaning p) or positive");
+  // Megatron's rules: G in [p, m]; a last group smaller than p would wait on itself
+  // ("dependency bubbles"), so m mod G must be 0 or at least p. With G = p: m a multiple of p.
+  const int g = group_size(spec);
+  if (g < spec.stages || g > spec.micro_batches) {
+    fail("micro-batch group G=" + std::to_string(g) + " must lie in [p, m]" +
+         (spec.microbatch_group == 0 ? " (G defaults to p, so m must be at least p)" : ""));
+  }
+  const int last_group = spec.micro_batches % g;
+  if (last_group != 0 && last_group < spec.stages) {
+    fail("m mod G = " + std::to_string(last_group) + " must be 0 or at least p" +
+         (spec.microbatch_group == 0 ? " (G defaults to p: m must be a multiple of p)" : ""));
+  }
+}
+
+int warmup_forwards(const ScheduleSpec& spec, int rank) {
+  const int p = spec.stages, m = spec.micro_batches, v = spec.chunks;
+  switch (spec.kind) {
+    case ScheduleKind::GPipe:
+      return m;
+    case ScheduleKind::OneFOneB:
+      return std::min(p - rank - 1, m);
+    case ScheduleKind::Interleaved:
+      return std::min((p - rank - 1) * 2 + (v - 1) * group_size(spec), m * v);
+  }
+  return m;
+}
+
+bool is_first_virtual_stage(const ScheduleSpec&, int rank, int chunk) {
+  return rank == 0 && chunk == 0;
+}
+
+bool is_last_virtual_stage(const ScheduleSpec& spec, int rank, int chunk) {
+  return rank == spec.stages - 1 && chunk == spec.chunks - 1;
+}
+
+ChunkRef activation_destination(const ScheduleSpec& spec, int rank, int chunk) {
+  const int next = chunk * spec.stages + rank + 1;
+  return {next % spec.stages, next / spec.stages};
+}
+
+ChunkRef gradient_destination(const ScheduleSpec& spec, int rank, int chunk) {
+  const int previous = chunk * spec.stages + rank - 1;
+  return {(previous + spec.stages) % spec.stages, previous < 0 ? -1 : previous / spec.stages};
+}
+
+int activation_hop(const ScheduleSpec&, int rank) { return rank; }
+
+int gradient_hop(const ScheduleSpec& spec, int rank) {
+  return (rank + spec.stages - 1) % spec.stages;
+}
+
+namespace {
+
+// Megatron's get_schedule_table(): the order of the (micro-batch, chunk) forwards on every
+// rank. Groups of G micro-batches run chunk 0, then chunk 1, ...; the last group takes the
+// remainder. For v = 1 it is simply micro-batches 0..m-1.
+std::vector<std::pair<int, int>> forward_order(const ScheduleSpec& spec) {
+  const int m = spec.micro_batches, v = spec.chunks;
+  const int g = spec.kind == ScheduleKind::Interleaved ? group_size(spec) : m;
+  std::vector<std::pair<int, int>> order;
+  order.reserve(static_cast<size_t>(m) * v);
+  for (int first = 0; first < m; first += g) {
+    const int end = std::min(first + g, m);
+    for (int chunk = 0; chunk < v; ++chunk) {
+      for (int mb = first; mb < end; ++mb) order.emplace_back(mb, chunk);
+    }
+  }
+  return order;
+}
+
+class RankListBuilder {
+ public:
+  RankListBuilder(const ScheduleSpec& spec, int rank) : spec_(spec), rank_(rank) {}
+
+  void forward(int mb, int chunk) {
+    if (!is_first_virtual_stage(spec_, rank_, chunk)) {
+      const int from = gradient_destination(spec_, rank_, chunk).rank;
+      list_.push_back({Op::RecvActivation, mb, chunk, from});
+    }
+    list_.push_back({Op::Forward, mb, chunk, -1});
+    if (!is_last_virtual_stage(spec_, rank_, chunk)) {
+      list_.push_back(
+          {Op::SendActivation, mb, chunk, activation_destination(spec_, rank_, chunk).rank});
+    }
+  }
+
+  void backward(int mb, int chunk) {
+    if (!is_last_virtual_stage(spec_, rank_, chunk)) {
+      const int from = activation_destination(spec_, rank_, chunk).rank;
+      list_.push_back({Op::RecvGradient, mb, chunk, from});
+    }
+    list_.push_back({Op::Backward, mb, chunk, -1});
+    if (!is_first_virtual_stage(spec_, rank_, chunk)) {
+      list_.push_back(
+          {Op::SendGradient, mb, chunk, gradient_destination(spec_, rank_, chunk).rank});
+    }
+  }
+
+  std::vector<Instruction> finish() {
+    list_.push_back({Op::AllReduce, -1, -1, -1});
+    list_.push_back({Op::OptimizerStep, -1, -1, -1});
+    return std::move(list_);
+  }
+
+ private:
+  const ScheduleSpec& spec_;
+  int rank_;
+  std::vector<Instruction> list_;
+};
+
+}  // namespace
+
+std::vector<std::vector<Instruction>> generate_schedule(const ScheduleSpec& spec) {
+  validate_schedule_spec(spec);
+  const auto order = forward_order(spec);
+  const int total = static_cast<int>(order.size());
+  std::vector<std::vector<Instruction>> lists;
+  for (int rank = 0; rank < spec.stages; ++rank) {
+    RankListBuilder builder(spec, rank);
+    // Backward k mirrors forward k's chunk (v-1-c): the last chunk's backward comes first.
+    auto forward = [&](int k) { builder.forward(order[k].first, order[k].second); };
+    auto backward = [&](int k) {
+      builder.backward(order[k].first, spec.chunks - 1 - order[k].second);
+    };
+    // Warm-up forwards, steady state of one forward and one backward, cool-down backwards.
+    const int warmup = warmup_forwards(spec, rank);
+    for (int k = 0; k < warmup; ++k) forward(k);
+    for (int k = 0; k < total - warmup; ++k) {
+      forward(warmup + k);
+      backward(k);
+    }
+    for (int k = total - warmup; k < total; ++k) backward(k);
+    lists.push_back(builder.finish());
+  }
+  return lists;
+}
+
+int max_in_flight_activations(const std::vector<Instruction>& rank_list) {
+  int in_flight = 0, most = 0;
+  for (const Instruction& instruction : rank_list) {
+    if (instruction.op == Op::Forward) most = std::max(most, ++in_flight);
+    if (instruction.op == Op::Backward) --in_flight;
+  }
+  return most;
+}
+
+namespace {
+
+// Executes all lists together; see replay_schedule().
+class Replay {
+ public:
+  Replay(const ScheduleSpec& spec, const std::vector<std::vector<Instruction>>& lists)
+      : spec_(spec), lists_(lists), ranks_(lists.size()) {
+    const size_t cells = static_cast<size_t>(spec.micro_batches) * spec.chunks;
+    for (RankState& state : ranks_) {
+      state.forwards.assign(cells, 0);
+      state.backwards.assign(cells, 0);
+      state.activation_in.assign(cells, false);
+      state.gradient_in.assign(cells, false);
+    }
+  }
+
+  ReplayReport run() {
+    if (static_cast<int>(lists_.size()) != spec_.stages) {
+      error("expected " + std::to_string(spec_.stages) + " rank lists, got " +
+            std::to_string(lists_.size()));
+      return std::move(report_);
+    }
+    for (size_t rank = 0; rank < lists_.size(); ++rank) check_ending(static_cast<int>(rank));
+    bool progress = true;
+    while (progress) {
+      progress = false;
+      for (size_t rank = 0; rank < lists_.size(); ++rank) {
+        while (ranks_[rank].next < lists_[rank].size() && step(static_cast<int>(rank))) {
+          progress = true;
+        }
+      }
+    }
+    for (size_t rank = 0; rank < lists_.size(); ++rank) {
+      const size_t next = ranks_[rank].next;
+      if (next < lists_[rank].size()) {
+        report_.stuck.push_back(
+            {static_cast<int>(rank), static_cast<int>(next), lists_[rank][next]});
+      }
+    }
+    if (report_.deadlocked()) {
+      std::string text = "deadlock:";
+      for (const StuckRank& stuck : report_.stuck) {
+        text += " rank " + std::to_string(stuck.rank) + " waits at #" +
+                std::to_string(stuck.index) + " " + to_string(stuck.instruction) + ";";
+      }
+      text.pop_back();
+      error(text);
+    } else {
+      check_all_consumed();
+      check_complete();
+    }
+    return std::move(report_);
+  }
+
+ private:
+  struct RankState {
+    size_t next = 0;                               // index of the next instruction
+    std::vector<int> forwards, backwards;          // per (mb, chunk) cell
+    std::vector<bool> activation_in, gradient_in;  // received
+  };
+  struct Message {
+    int micro_batch, chunk;  // the sender's
+    int to_chunk;            // the receiver's chunk it is meant for
+  };
+  using Channel = std::tuple<int, int, Op>;  // (source, destination, send op)
+
+  void error(std::string text) { report_.errors.push_back(std::move(text)); }
+
+  std::string where(int rank, size_t index) const {
+    return "rank " + std::to_string(rank) + " #" + std::to_string(index) + " " +
+           to_string(lists_[rank][index]);
+  }
+
+  size_t cell(const Instruction& instruction) const {
+    return static_cast<size_t>(instruction.micro_batch) * spec_.chunks + instruction.chunk;
+  }
+
+  void check_ending(int rank) {
+    const auto& list = lists_[rank];
+    const size_t n = list.size();
+    const bool ends_right =
+        n >= 2 && list[n - 2].op == Op::AllReduce && list[n - 1].op == Op::OptimizerStep;
+    const auto tail_ops = std::count_if(list.begin(), list.end(), [](const Instruction& i) {
+      return i.op == Op::AllReduce || i.op == Op::OptimizerStep;
+    });
+    if (!ends_right || tail_ops != 2) {
+      error("rank " + std::to_string(rank) +
+            ": the list must end with AllReduce, OptimizerStep and hold them once each");
+    }
+  }
+
+  // The rank this (rank, chunk) exchanges `op`'s message with, or -1 when it has none.
+  int expected_peer(int rank, const Instruction& instruction) const {
+    const int chunk = instruction.chunk;
+    switch (instruction.op) {
+      case Op::SendActivation:
+        return is_last_virtual_stage(spec_, rank, chunk)
+                   ? -1
+                   : activation_destination(spec_, rank, chunk).rank;
+      case Op::RecvGradient:
+        return is_last_virtual_stage(spec_, rank, chunk)
+                   ? -1
+                   : activation_destination(spec_, rank, chunk).rank;
+      case Op::SendGradient:
+      case Op::RecvActivation:
+        return is_first_virtual_stage(spec_, rank, chunk)
+                   ? -1
+                   : gradient_destination(spec_, rank, chunk).rank;
+      default:
+        return -1;
+    }
+  }
+
+  // False when the instruction names a micro-batch, chunk or peer that cannot be right; the
+  // replay then reports it and skips it.
+  bool well_formed(int rank, size_t index) {
+    const Instruction& instruction = lists_[rank][index];
+    if (instruction.op == Op::AllReduce || instruction.op == Op::OptimizerStep) return true;
+    if (instruction.micro_batch < 0 || instruction.micro_batch >= spec_.micro_batches ||
+        instruction.chunk < 0 || instruction.chunk >= spec_.chunks) {
+      error(where(rank, index) + ": micro-batch or chunk out of range");
+      return false;
+    }
+    if (is_send(instruction.op) || is_recv(instruction.op)) {
+      const int peer = expected_peer(rank, instruction);
+      if (peer < 0) {
+        error(where(rank, index) + ": this virtual stage has no such message");
+        return false;
+      }
+      if (instruction.peer != peer) {
+        error(where(rank, index) + ": the peer must be rank " + std::to_string(peer));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Executes the rank's next instruction; false when it is a receive whose send is not posted.
+  bool step(int rank) {
+    RankState& state = ranks_[rank];
+    const size_t index = state.next;
+    const Instruction& instruction = lists_[rank][index];
+    if (!well_formed(rank, index)) {
+      ++state.next;
+      return true;
+    }
+    switch (instruction.op) {
+      case Op::Forward:
+        forward(rank, index);
+        break;
+      case Op::Backward:
+        backward(rank, index);
+        break;
+      case Op::SendActivation:
+      case Op::SendGradient:
+        send(rank, index);
+        break;
+      case Op::RecvActivation:
+      case Op::RecvGradient:
+        if (!receive(rank, index)) return false;
+        break;
+      case Op::AllReduce:
+      case Op::OptimizerStep:
+        break;
+    }
+    ++state.next;
+    return true;
+  }
+
+  void forward(int rank, size_t index) {
+    const Instruction& instruction = lists_[rank][index];
+    RankState& state = ranks_[rank];
+    const size_t c = cell(instruction);
+    if (!is_first_virtual_stage(spec_, rank, instruction.chunk) && !state.activation_in[c]) {
+      error(where(rank, index) + ": runs before its RecvActivation");
+    }
+    if (++state.forwards[c] > 1) error(where(rank, index) + ": second Forward of this micro-batch");
+  }
+
+  void backward(int rank, size_t index) {
+    const Instruction& instruction = lists_[rank][index];
+    RankState& state = ranks_[rank];
+    const size_t c = cell(instruction);
+    if (state.forwards[c] == 0) error(where(rank, index) + ": runs before its Forward");
+    if (!is_last_virtual_stage(spec_, rank, instruction.chunk) && !state.gradient_in[c]) {
+      error(where(rank, index) + ": runs before its RecvGradient");
+    }
+    if (++state.backwards[c] > 1) {
+      error(where(rank, index) + ": second Backward of this micro-batch");
+    }
+  }
+
+  void send(int rank, size_t index) {
+    const Instruction& instruction = lists_[rank][index];
+    RankState& state = ranks_[rank];
+    const size_t c = cell(instruction);
+    const bool activation = instruction.op == Op::SendActivation;
+    if (activation ? state.forwards[c] == 0 : state.backwards[c] == 0) {
+      error(where(rank, index) + ": sends before the " + (activation ? "Forward" : "Backward") +
+            " that produces it");
+    }
+    const ChunkRef to = activation ? activation_destination(spec_, rank, instruction.chunk)
+                                   : gradient_destination(spec_, rank, instruction.chunk);
+    channels_[{rank, to.rank, instruction.op}].push_back(
+        {instruction.micro_batch, instruction.chunk, to.chunk});
+  }
+
+  bool receive(int rank, size_t index) {
+    const Instruction& instruction = lists_[rank][index];
+    const Op send_op = instruction.op == Op::RecvActivation ? Op::SendActivation : Op::SendGradient;
+    auto& queue = channels_[{instruction.peer, rank, send_op}];
+    if (queue.empty()) return false;
+    const Message message = queue.front();
+    queue.pop_front();
+    if (message.micro_batch != instruction.micro_batch || message.to_chunk != instruction.chunk) {
+      error(where(rank, index) + ": matched rank " + std::to_string(instruction.peer) + "'s " +
+            to_string(Instruction{send_op, message.micro_batch, message.chunk, rank}) +
+            " (sends and receives pair up in a different order)");
+    }
+    RankState& state = ranks_[rank];
+    (instruction.op == Op::RecvActivation ? state.activation_in
+                                          : state.gradient_in)[cell(instruction)] = true;
+    return true;
+  }
+
+  void check_all_consumed() {
+    for (const auto& [channel, queue] : channels_) {
+      for (const Message& message : queue) {
+        const auto& [from, to, op] = channel;
+        error("rank " + std::to_string(from) + "'s " +
+              to_string(Instruction{op, message.micro_batch, message.chunk, to}) +
+              " is never received");
+      }
+    }
+  }
+
+  void check_complete() {
+    for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+      for (int mb = 0; mb < spec_.micro_batches; ++mb) {
+        for (int chunk = 0; chunk < spec_.chunks; ++chunk) {
+          const size_t c = static_cast<size_t>(mb) * spec_.chunks + chunk;
+          const std::string what = "rank " + std::to_string(rank) + " mb" + std::to_string(mb) +
+                                   " c" + std::to_string(chunk);
+          if (ranks_[rank].forwards[c] == 0) error(what + ": no Forward");
+          if (ranks_[rank].backwards[c] == 0) error(what + ": no Backward");
+        }
+      }
+    }
+  }
+
+  const ScheduleSpec& spec_;
+  const std::vector<std::vector<Instruction>>& lists_;
+  std::vector<RankState> ranks_;
+  std::map<Channel, std::deque<Message>> channels_;
+  ReplayReport report_;
+};
+
+}  // namespace
+
+ReplayReport replay_schedule(const ScheduleSpec& spec,
+                             const std::vector<std::vector<Instruction>>& lists) {
+  validate_schedule_spec(spec);
+  return Replay(spec, lists).run();
+}
+
+}  // namespace tessel::placement
