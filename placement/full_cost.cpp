@@ -1,0 +1,269 @@
+#include "placement/full_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "placement/iteration_model.h"
+#include "placement/layer_split.h"
+#include "placement/ring_allreduce.h"
+#include "placement/schedule.h"
+
+namespace tessel::placement {
+namespace {
+
+struct FullCostScratch : CostScratch {
+  std::unordered_map<uint64_t, RingPlan> rings;  // per group key
+  std::vector<StageCapacity> capacity;
+  PipelineTiming timing;  // of the candidate being evaluated
+  bool feasible = true;
+  double overflow_bytes = 0;
+  double data_parallel_s = 0;
+};
+
+}  // namespace
+
+struct FullCostModel::Detail {
+  LayerSplit split;
+  std::vector<std::vector<int>> rings;
+  CostBreakdown cost;
+};
+
+FullCostModel::FullCostModel(const Topology& topology, PartitionShape shape, Workload workload,
+                             FullCostOptions options)
+    : CostModel(topology, shape), workload_(std::move(workload)), options_(options) {
+  workload_.validate();
+  if (!(options.utilisation > 0 && options.utilisation <= 1))
+    throw std::invalid_argument("utilisation must be in (0, 1]");
+  spec_.kind = options.schedule;
+  spec_.stages = shape.stages;
+  spec_.micro_batches = workload_.micro_batches_per_replica(shape.replicas);
+  spec_.chunks = options.schedule == ScheduleKind::Interleaved ? options.chunks : 1;
+
+  // Activations in flight per stage position, counted on the schedule itself (in units of a
+  // whole stage's micro-batch: an interleaved chunk holds 1/v of the stage's layers).
+  const auto lists = generate_schedule(spec_);
+  for (const auto& list : lists)
+    in_flight_.push_back(double(max_in_flight_activations(list)) / spec_.chunks);
+
+  const int n = devices();
+  for (const Device& d : topology.devices) {
+    double peak = d.peak_tflops;
+    if (workload_.precision == Precision::FP32) {
+      const GpuType* type = topology.gpu_type(d.gpu);
+      peak = type && type->peak_tflops_fp32 > 0 ? type->peak_tflops_fp32 : d.peak_tflops / 8;
+    }
+    flops_per_s_.push_back(peak * 1e12 * options.utilisation);
+    memory_bytes_.push_back((d.memory_gib - options.memory_reserve_gib) * double(1ULL << 30));
+  }
+  message_bytes_ = workload_.activation_message_bytes();
+  const double c_dp = workload_.paper_c_dp_gb(shape.stages);
+  for (int a = 0; a < n; ++a) {
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const double lat_s = topology.latency_ms(a, b) / 1000.0;
+      const double bps = topology.bandwidth_gbps(a, b) * 1e9;
+      const size_t i = static_cast<size_t>(a) * n + b;
+      hop_weight_[i] = lat_s + 8.0 * message_bytes_ / bps;
+      sync_weight_[i] = lat_s + 8.0 * c_dp * 1e9 / bps;
+    }
+  }
+}
+
+std::unique_ptr<CostScratch> FullCostModel::make_scratch() const {
+  return std::make_unique<FullCostScratch>();
+}
+
+void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& members,
+                                CostScratch& base, Detail* detail) const {
+  auto& s = static_cast<FullCostScratch&>(base);
+  const int p = shape_.stages;
+  s.capacity.resize(p);
+  for (int st = 0; st < p; ++st) {
+    StageCapacity& c = s.capacity[st];
+    c.flops_per_s = INFINITY;
+    c.memory_bytes = INFINITY;
+    for (int d : *members[st]) {
+      c.flops_per_s = std::min(c.flops_per_s, flops_per_s_[d]);
+      c.memory_bytes = std::min(c.memory_bytes, memory_bytes_[d]);
+    }
+    c.in_flight = in_flight_[st];
+    c.min_layers = spec_.chunks;
+  }
+  LayerSplit split = split_layers(workload_, s.capacity);
+
+  PipelineTiming& t = s.timing;
+  t.overlap = options_.overlap;
+  t.stages.resize(p);
+  t.optimizer_s = 0;
+  double data_parallel = 0;
+  for (int st = 0; st < p; ++st) {
+    const bool first = st == 0, last = st == p - 1;
+    const int layers = split.layers[st];
+    const double fwd = layers * workload_.forward_flops_per_layer() +
+                       (last ? workload_.forward_flops_head() : 0.0);
+    t.stages[st].forward_s = fwd / s.capacity[st].flops_per_s;
+    t.stages[st].backward_s = t.stages[st].forward_s * workload_.backward_flops_factor();
+
+    const uint64_t key = keys_.of(*members[st]);
+    auto it = s.rings.find(key);
+    if (it == s.rings.end())
+      it =
+          s.rings.emplace(key, plan_ring(topology_, *members[st], workload_.paper_c_dp_gb(p) * 1e9))
+              .first;
+    const double grad = workload_.gradient_bytes(layers, first, last);
+    t.stages[st].allreduce_s = ring_allreduce_s(it->second, grad);
+    data_parallel = std::max(data_parallel, t.stages[st].allreduce_s);
+    // The optimizer step is memory-bound: AdamW reads and writes ~36 bytes per parameter.
+    const double params = double(workload_.stage_parameters(layers, first, last));
+    t.optimizer_s = std::max(t.optimizer_s, 36.0 * params / (options_.hbm_gbytes_per_s * 1e9));
+    if (detail) detail->rings.push_back(it->second.order);
+  }
+  s.feasible = split.feasible;
+  s.overflow_bytes = split.overflow_bytes;
+  s.data_parallel_s = data_parallel;
+  if (detail) detail->split = std::move(split);
+  if (s.rings.size() > (size_t{1} << 18)) s.rings.clear();
+}
+
+CostBreakdown FullCostModel::finish(CostScratch& base) const {
+  auto& s = static_cast<FullCostScratch&>(base);
+  CostBreakdown c;
+  c.pipeline_s = predict_iteration_s(spec_, s.timing);
+  c.total_s = c.pipeline_s;
+  c.data_parallel_s = s.data_parallel_s;
+  c.feasible = s.feasible;
+  if (!s.feasible) c.total_s = kInfeasibleCost + s.overflow_bytes / double(1ULL << 30);
+  s.bound_caches();
+  return c;
+}
+
+double FullCostModel::iteration(const Groups& groups, const std::vector<int>& order,
+                                CostScratch& base, Detail* detail) const {
+  auto& s = static_cast<FullCostScratch&>(base);
+  const int p = shape_.stages, n = devices();
+  std::vector<const std::vector<int>*> members(p);
+  for (int st = 0; st < p; ++st) members[st] = &groups[order[st]];
+  fill_stages(members, s, detail);
+
+  // Each hop's slowest matched pair: the edge of the coarsened graph is its weight; find the
+  // pair to split it into latency and transfer time.
+  auto hop_timing = [&](int ga, int gb) {
+    const double value = s.h[static_cast<size_t>(ga) * p + gb];
+    for (int a : groups[ga])
+      for (int b : groups[gb])
+        if (hop_weight_[static_cast<size_t>(a) * n + b] == value) {
+          const double latency = topology_.latency_ms(a, b) / 1000.0;
+          return HopTiming{latency, value - latency};
+        }
+    return HopTiming{0, value};
+  };
+  s.timing.hops.resize(hop_count());
+  for (int hp = 0; hp < hop_count(); ++hp)
+    s.timing.hops[hp] = hop_timing(order[hp], order[(hp + 1) % p]);
+
+  const CostBreakdown c = finish(s);
+  if (detail) detail->cost = c;
+  return c.total_s;
+}
+
+PipelineTiming FullCostModel::pipeline_timing(const std::vector<std::vector<int>>& pipelines,
+                                              std::vector<int>* layer_split) const {
+  const int p = shape_.stages, n = devices();
+  if (static_cast<int>(pipelines.size()) != shape_.replicas)
+    throw std::invalid_argument("expected " + std::to_string(shape_.replicas) + " pipelines");
+  Groups columns(p);
+  for (const auto& pipe : pipelines) {
+    if (static_cast<int>(pipe.size()) != p)
+      throw std::invalid_argument("a pipeline must have " + std::to_string(p) + " devices");
+    for (int st = 0; st < p; ++st) {
+      if (pipe[st] < 0 || pipe[st] >= n)
+        throw std::invalid_argument("device " + std::to_string(pipe[st]) + " out of range");
+      columns[st].push_back(pipe[st]);
+    }
+  }
+  auto scratch = make_scratch();
+  auto& s = static_cast<FullCostScratch&>(*scratch);
+  std::vector<const std::vector<int>*> members(p);
+  for (int st = 0; st < p; ++st) members[st] = &columns[st];
+  Detail detail;
+  fill_stages(members, s, &detail);
+  // Each hop: the slowest replica's pair (every replica's iteration waits for the slowest).
+  s.timing.hops.assign(hop_count(), HopTiming{});
+  for (int hp = 0; hp < hop_count(); ++hp) {
+    double worst = -1;
+    for (const auto& pipe : pipelines) {
+      const int a = pipe[hp], b = pipe[(hp + 1) % p];
+      const double w = hop_weight_[static_cast<size_t>(a) * n + b];
+      if (w > worst) {
+        worst = w;
+        const double latency = topology_.latency_ms(a, b) / 1000.0;
+        s.timing.hops[hp] = HopTiming{latency, w - latency};
+      }
+    }
+  }
+  if (layer_split) *layer_split = detail.split.layers;
+  return s.timing;
+}
+
+// The stage order: the shortest path (cycle for interleaved) through the coarsened graph, in
+// both directions (and, for a cycle, from every start): the sum of hops is the same, but the
+// first stage keeps the most activations in flight and the last one computes the head.
+double FullCostModel::best_order(const Groups& groups, CostScratch& scratch,
+                                 std::vector<int>* best) const {
+  coarsened_graph(groups, scratch);
+  const int p = shape_.stages;
+  const bool cycle = spec_.kind == ScheduleKind::Interleaved;
+  std::vector<int> order = cycle ? shortest_cycle(scratch.h.data(), p, scratch.path).order
+                                 : shortest_open_path(scratch.h.data(), p, scratch.path).order;
+  double best_cost = INFINITY;
+  const int starts = cycle ? p : 1;
+  for (int direction = 0; direction < 2; ++direction) {
+    for (int start = 0; start < starts; ++start) {
+      const double c = iteration(groups, order, scratch, nullptr);
+      if (c < best_cost) {
+        best_cost = c;
+        if (best) *best = order;
+      }
+      std::rotate(order.begin(), order.begin() + 1, order.end());
+    }
+    std::reverse(order.begin(), order.end());
+  }
+  return best_cost;
+}
+
+double FullCostModel::cost(const Groups& groups, CostScratch& scratch) const {
+  return best_order(groups, scratch, nullptr);
+}
+
+Evaluation FullCostModel::evaluate(const Groups& groups) const {
+  auto scratch = make_scratch();
+  std::vector<int> order;
+  best_order(groups, *scratch, &order);
+  return evaluate_in_order(groups, order);
+}
+
+Evaluation FullCostModel::evaluate_in_order(const Groups& groups,
+                                            const std::vector<int>& stage_group) const {
+  auto scratch = make_scratch();
+  coarsened_graph(groups, *scratch);
+  Detail detail;
+  iteration(groups, stage_group, *scratch, &detail);
+  Evaluation e;
+  e.cost = detail.cost;
+  e.stage_group = stage_group;
+  e.layer_split = detail.split.layers;
+  e.predicted_iteration_s = detail.cost.feasible ? detail.cost.pipeline_s : INFINITY;
+  e.dp_rings = std::move(detail.rings);
+  const int p = shape_.stages;
+  for (int hp = 0; hp < hop_count(); ++hp) {
+    HopMatching hop = match_groups(groups, stage_group[hp], stage_group[(hp + 1) % p]);
+    hop.from_stage = hp;
+    hop.to_stage = (hp + 1) % p;
+    e.hops.push_back(std::move(hop));
+  }
+  return e;
+}
+
+}  // namespace tessel::placement
