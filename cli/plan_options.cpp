@@ -1,0 +1,91 @@
+#include "cli/plan_options.h"
+
+#include <stdexcept>
+
+namespace tessel::cli {
+
+using namespace tessel::placement;
+
+void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
+  cmd.add_option("--topology", topology_file, "Topology YAML file (examples/topologies/)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd.add_option("--stages", stages, "Pipeline stages D_PP")->required()->check(CLI::PositiveNumber);
+  cmd.add_option("--replicas", replicas, "Data-parallel replicas D_DP")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  auto* model = cmd.add_option("--model", model_file, "Workload YAML file (examples/models/)")
+                    ->check(CLI::ExistingFile);
+  cmd.add_option("--preset", preset,
+                 "Named workload: gpt3-1.3b (default), gpt3-6.7b, gpt2-124m, gpt2-350m, gpt2-1.5b")
+      ->excludes(model);
+  cmd.add_option("--cost-model", cost_model, "paper (the DT-FM objective) or full (iteration time)")
+      ->check(CLI::IsMember({"paper", "full"}));
+  cmd.add_option("--c-dp-gb", c_dp_gb, "Paper mode: one stage's gradient GB (default: from the model)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--c-pp-gb", c_pp_gb, "Paper mode: one replica's activation GB (default: from the model)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--schedule", schedule, "Pipeline schedule: gpipe, 1f1b, interleaved")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
+  cmd.add_option("--chunks", chunks, "Model chunks per device (interleaved)")->check(CLI::Range(2, 64));
+  cmd.add_flag("--no-overlap", no_overlap,
+               "Model communication as blocking compute (default: overlapped on its own streams)");
+  if (!with_search) return;
+  cmd.add_option("--strategy", strategy, "evolutionary, random, ordered, kl or exhaustive")
+      ->check(CLI::IsMember({"evolutionary", "random", "ordered", "kl", "exhaustive"}));
+  auto* evals = cmd.add_option("--evaluations", evaluations, "Evaluation budget (default 5000)")
+                    ->check(CLI::PositiveNumber);
+  cmd.add_option("--time-limit", time_limit_s, "Search for this many seconds instead")
+      ->check(CLI::PositiveNumber)
+      ->excludes(evals);
+  cmd.add_option("--seed", seed, "Random seed: the same seed gives the same placement");
+  cmd.add_option("--threads", threads, "Worker threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--swap-trials", swap_trials,
+                 "Evolutionary: random swaps tried on the true cost per offspring (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_flag("--no-seeds", no_seeds,
+               "Evolutionary: start from random partitions only, as the paper's GA");
+}
+
+PlanInputs load_plan_inputs(const PlanOptions& o) {
+  PlanInputs in;
+  in.topology = load_topology_file(o.topology_file);
+  in.workload = o.model_file.empty() ? workload_preset(o.preset) : load_workload_file(o.model_file);
+  in.shape = {o.stages, o.replicas};
+  if (in.topology.size() != in.shape.devices())
+    throw std::invalid_argument(o.topology_file + " has " + std::to_string(in.topology.size()) +
+                                " devices, but --stages " + std::to_string(o.stages) +
+                                " x --replicas " + std::to_string(o.replicas) + " = " +
+                                std::to_string(in.shape.devices()));
+  if (in.workload.layers < o.stages)
+    throw std::invalid_argument("the model has " + std::to_string(in.workload.layers) +
+                                " layers, fewer than --stages " + std::to_string(o.stages));
+  FullCostOptions full;
+  full.schedule = parse_schedule_kind(o.schedule);
+  full.chunks = o.chunks;
+  full.overlap = !o.no_overlap;
+  if (full.schedule == ScheduleKind::Interleaved && in.workload.layers < o.stages * o.chunks)
+    throw std::invalid_argument("the interleaved schedule needs at least --stages x --chunks = " +
+                                std::to_string(o.stages * o.chunks) + " layers; the model has " +
+                                std::to_string(in.workload.layers));
+  in.full = std::make_unique<FullCostModel>(in.topology, in.shape, in.workload, full);
+  if (o.cost_model == "paper") {
+    PaperCostParams params;
+    params.c_dp_gb = o.c_dp_gb.value_or(in.workload.paper_c_dp_gb(o.stages));
+    params.c_pp_gb = o.c_pp_gb.value_or(in.workload.paper_c_pp_gb(o.replicas));
+    in.paper = std::make_unique<PaperCostModel>(in.topology, in.shape, params);
+  } else if (o.c_dp_gb || o.c_pp_gb) {
+    throw std::invalid_argument("--c-dp-gb and --c-pp-gb apply to --cost-model paper only");
+  }
+  in.search.strategy = parse_strategy(o.strategy);
+  in.search.evaluations = o.time_limit_s > 0 ? 0 : o.evaluations;
+  in.search.time_limit_s = o.time_limit_s;
+  in.search.seed = o.seed;
+  in.search.threads = o.threads;
+  in.search.swap_trials = o.swap_trials;
+  in.search.structured_seeds = !o.no_seeds;
+  return in;
+}
+
+}  // namespace tessel::cli

@@ -1,0 +1,100 @@
+// tessel simulate: replay one iteration of a placement event by event, next to the closed
+// form the planner uses, and optionally write its timeline as a Chrome trace.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/plan_options.h"
+#include "placement/chrome_trace.h"
+#include "placement/iteration_model.h"
+#include "placement/placement.h"
+#include "placement/simulator.h"
+
+namespace tessel::cli {
+namespace {
+
+using namespace tessel::placement;
+
+struct SimulateCommand {
+  PlanOptions options;
+  std::string placement_file;
+  std::string trace_file;
+
+  // The placement to simulate: read from --placement, else planned here.
+  std::vector<std::vector<int>> pipelines(const PlanInputs& in) const {
+    if (placement_file.empty()) {
+      const SearchResult result = search_placement(in.objective(), in.search);
+      return build_placement(in.topology, in.objective(), *in.full, result, in.search).pipelines;
+    }
+    std::ifstream file(placement_file);
+    if (!file) throw std::runtime_error(placement_file + ": cannot open the placement");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(file);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(placement_file + ": not JSON (" + e.what() + ")");
+    }
+    Placement p;
+    try {
+      p = placement_from_json(j);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(placement_file + ": " + e.what());
+    }
+    if (p.shape.stages != in.shape.stages || p.shape.replicas != in.shape.replicas)
+      throw std::runtime_error(placement_file + ": placement is " +
+                               std::to_string(p.shape.stages) + " x " +
+                               std::to_string(p.shape.replicas) + ", not --stages x --replicas");
+    return p.pipelines;
+  }
+
+  void run() const {
+    const PlanInputs in = load_plan_inputs(options);
+    std::vector<int> split;
+    const PipelineTiming timing = in.full->pipeline_timing(pipelines(in), &split);
+    const ScheduleSpec& spec = in.full->schedule();
+    const double predicted = predict_iteration_s(spec, timing);
+    const SimulationResult sim = simulate_iteration(spec, timing);
+
+    std::printf("schedule %s, %d stages x %d replicas, %d micro-batches per replica%s\n",
+                to_string(spec.kind), spec.stages, in.shape.replicas, spec.micro_batches,
+                timing.overlap ? ", communication overlapped" : ", communication blocking");
+    std::printf("\nstage  layers  forward/mb  backward/mb  all-reduce  busy      net wait\n");
+    for (int s = 0; s < spec.stages; ++s)
+      std::printf("%5d  %6d  %8.2f ms  %9.2f ms  %8.3f s  %7.3f s  %7.3f s\n", s, split[s],
+                  timing.stages[s].forward_s * 1e3, timing.stages[s].backward_s * 1e3,
+                  timing.stages[s].allreduce_s, sim.compute_busy_s[s], sim.network_wait_s[s]);
+    if (!timing.hops.empty()) {
+      std::printf("\nhop      latency    transfer/message\n");
+      for (size_t h = 0; h < timing.hops.size(); ++h)
+        std::printf("%d->%-4d %7.1f ms  %9.2f ms\n", int(h), int((h + 1) % spec.stages),
+                    timing.hops[h].latency_s * 1e3, timing.hops[h].transfer_s * 1e3);
+    }
+    std::printf("\niteration: simulated %.4f s, closed form %.4f s (%+.2f%%), bubble %.1f%%\n",
+                sim.iteration_s, predicted, 100.0 * (predicted - sim.iteration_s) / sim.iteration_s,
+                100.0 * sim.bubble_fraction);
+    if (!trace_file.empty()) {
+      write_chrome_trace(sim, trace_file);
+      std::printf("timeline: %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
+                  trace_file.c_str());
+    }
+  }
+};
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto cmd = std::make_shared<SimulateCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "simulate", "Simulate one iteration of a placement event by event (and its timeline)");
+  cmd->options.add_to(*sub, true);
+  sub->add_option("--placement", cmd->placement_file,
+                  "A placement from `tessel plan --format json` (default: plan one now)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--trace", cmd->trace_file, "Write the timeline as Chrome-trace JSON");
+  sub->callback([cmd] { cmd->run(); });
+}
+
+}  // namespace tessel::cli

@@ -1,0 +1,57 @@
+// tessel topology generate: synthetic geo-distributed topologies, seeded.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "placement/topology_generate.h"
+
+namespace tessel::cli {
+namespace {
+
+using namespace tessel::placement;
+
+struct GenerateCommand {
+  GeoTopologySpec spec;
+  bool single_gpu_model = false;
+  std::string output;
+
+  void run() {
+    spec.mixed_gpus = !single_gpu_model;
+    const std::string text = topology_to_yaml(generate_geo_topology(spec));
+    if (output.empty()) {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return;
+    }
+    std::ofstream out(output);
+    if (!(out << text)) throw std::runtime_error(output + ": cannot write the topology");
+  }
+};
+
+}  // namespace
+
+void add_topology_command(CLI::App& app) {
+  CLI::App* topo = app.add_subcommand("topology", "Work with topology files");
+  topo->require_subcommand(1);
+  auto cmd = std::make_shared<GenerateCommand>();
+  CLI::App* gen = topo->add_subcommand("generate", "Generate a synthetic geo-distributed topology");
+  gen->add_option("--devices", cmd->spec.devices, "GPUs in all")->check(CLI::PositiveNumber);
+  gen->add_option("--sites", cmd->spec.sites, "Sites (regions) the GPUs are spread over")
+      ->check(CLI::PositiveNumber);
+  gen->add_option("--seed", cmd->spec.seed, "Random seed: the same seed gives the same topology");
+  gen->add_option("--min-bandwidth", cmd->spec.min_bandwidth_gbps, "Slowest inter-site Gbit/s")
+      ->check(CLI::PositiveNumber);
+  gen->add_option("--max-bandwidth", cmd->spec.max_bandwidth_gbps, "Fastest inter-site Gbit/s")
+      ->check(CLI::PositiveNumber);
+  gen->add_option("--intra-site-bandwidth", cmd->spec.intra_site_bandwidth_gbps,
+                  "Gbit/s between GPUs of one site")
+      ->check(CLI::PositiveNumber);
+  gen->add_option("--intra-site-latency", cmd->spec.intra_site_latency_ms,
+                  "ms between GPUs of one site")
+      ->check(CLI::NonNegativeNumber);
+  gen->add_flag("--single-gpu-model", cmd->single_gpu_model, "All GPUs of one model (no mix)");
+  gen->add_option("--output", cmd->output, "Write to this file instead of standard output");
+  gen->callback([cmd] { cmd->run(); });
+}
+
+}  // namespace tessel::cli
