@@ -12,20 +12,6 @@
 namespace tessel::placement {
 namespace {
 
-Groups one_device_per_site_groups() {
-  Groups groups(8);
-  for (int k = 0; k < 8; ++k)
-    for (int i = 0; i < 8; ++i) groups[k].push_back(k + 8 * i);
-  return groups;
-}
-
-Groups one_site_per_group() {
-  Groups groups(8);
-  for (int k = 0; k < 8; ++k)
-    for (int i = 0; i < 8; ++i) groups[k].push_back(8 * k + i);
-  return groups;
-}
-
 TEST(LayerSplit, FasterStagesGetMoreLayers) {
   const Workload w = workload_preset("gpt3-1.3b");
   std::vector<StageCapacity> stages(4);
@@ -70,8 +56,8 @@ TEST(FullCost, PrefersKeepingDataParallelGroupsInsideSitesForLargeGradients) {
   const Topology t = testing::scenario("5-worldwide-geo.yaml");
   const FullCostModel model(t, {8, 8}, workload_preset("gpt3-1.3b"), {});
   auto s = model.make_scratch();
-  const double site_groups = model.cost(one_site_per_group(), *s);
-  const double spread = model.cost(one_device_per_site_groups(), *s);
+  const double site_groups = model.cost(testing::one_site_per_group(), *s);
+  const double spread = model.cost(testing::one_device_per_site_groups(), *s);
   EXPECT_LT(site_groups, spread);
 }
 
@@ -82,14 +68,14 @@ TEST(FullCost, EvaluationIsConsistentWithTheSimulator) {
     FullCostOptions o;
     o.schedule = kind;
     const FullCostModel model(t, {8, 8}, workload_preset("gpt3-1.3b"), o);
-    const Evaluation e = model.evaluate(one_site_per_group());
+    const Evaluation e = model.evaluate(testing::one_site_per_group());
     ASSERT_TRUE(e.cost.feasible) << to_string(kind);
     EXPECT_EQ(e.layer_split.size(), 8u);
     EXPECT_DOUBLE_EQ(e.predicted_iteration_s, e.cost.total_s);
     // Simulating the same timing event by event lands within a few percent.
     std::vector<std::vector<int>> pipelines(8, std::vector<int>(8));
     for (int r = 0; r < 8; ++r)
-      for (int s = 0; s < 8; ++s) pipelines[r][s] = one_site_per_group()[e.stage_group[s]][r];
+      for (int s = 0; s < 8; ++s) pipelines[r][s] = testing::one_site_per_group()[e.stage_group[s]][r];
     const PipelineTiming timing = model.pipeline_timing(pipelines);
     const double sim = simulate_iteration(model.schedule(), timing).iteration_s;
     const double closed = predict_iteration_s(model.schedule(), timing);
@@ -105,9 +91,9 @@ TEST(FullCost, InfeasibleWhenTheModelDoesNotFit) {
   big.heads = 128;
   const FullCostModel model(t, {8, 8}, big, {});
   auto s = model.make_scratch();
-  const double c = model.cost(one_site_per_group(), *s);
+  const double c = model.cost(testing::one_site_per_group(), *s);
   EXPECT_GT(c, kInfeasibleCost);
-  EXPECT_FALSE(model.evaluate(one_site_per_group()).cost.feasible);
+  EXPECT_FALSE(model.evaluate(testing::one_site_per_group()).cost.feasible);
 }
 
 TEST(FullCost, OverlapNeverSlowerThanBlockingCommunication) {
@@ -118,7 +104,7 @@ TEST(FullCost, OverlapNeverSlowerThanBlockingCommunication) {
   const FullCostModel off(t, {8, 8}, workload_preset("gpt3-1.3b"), blocking);
   auto s1 = on.make_scratch();
   auto s2 = off.make_scratch();
-  EXPECT_LT(on.cost(one_site_per_group(), *s1), off.cost(one_site_per_group(), *s2));
+  EXPECT_LT(on.cost(testing::one_site_per_group(), *s1), off.cost(testing::one_site_per_group(), *s2));
 }
 
 }  // namespace

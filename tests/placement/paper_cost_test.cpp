@@ -8,15 +8,6 @@
 namespace tessel::placement {
 namespace {
 
-// "Each pipeline inside one site, each data-parallel group one device per site":
-// group k = devices {k, k+8, ..., k+56}.
-Groups one_device_per_site_groups() {
-  Groups groups(8);
-  for (int k = 0; k < 8; ++k)
-    for (int i = 0; i < 8; ++i) groups[k].push_back(k + 8 * i);
-  return groups;
-}
-
 struct Figure {
   const char* file;
   double total, data_parallel, pipeline;
@@ -28,12 +19,12 @@ TEST_P(IdentityLayoutFigures, MatchTheReferenceCode) {
   const Figure f = GetParam();
   const Topology t = testing::scenario(f.file);
   const PaperCostModel model(t, {8, 8}, {0.65, 0.47125});
-  const Evaluation e = model.evaluate(one_device_per_site_groups());
+  const Evaluation e = model.evaluate(testing::one_device_per_site_groups());
   EXPECT_NEAR(e.cost.data_parallel_s, f.data_parallel, 1e-4) << f.file;
   EXPECT_NEAR(e.cost.pipeline_s, f.pipeline, 1e-4) << f.file;
   EXPECT_NEAR(e.cost.total_s, f.total, 1e-4) << f.file;
   auto scratch = model.make_scratch();
-  EXPECT_DOUBLE_EQ(model.cost(one_device_per_site_groups(), *scratch), e.cost.total_s);
+  EXPECT_DOUBLE_EQ(model.cost(testing::one_device_per_site_groups(), *scratch), e.cost.total_s);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -54,7 +45,7 @@ TEST(PaperCost, DataParallelIsTheSlowestMembersSummedExchanges) {
 TEST(PaperCost, HopsFollowTheStageOrderAndAchieveTheBottleneck) {
   const Topology t = testing::scenario("5-worldwide-geo.yaml");
   const PaperCostModel model(t, {8, 8}, {0.65, 0.47125});
-  const Evaluation e = model.evaluate(one_device_per_site_groups());
+  const Evaluation e = model.evaluate(testing::one_device_per_site_groups());
   ASSERT_EQ(e.hops.size(), 7u);
   double path = 0;
   for (const HopMatching& hop : e.hops) {
