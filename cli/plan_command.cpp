@@ -35,12 +35,15 @@ struct PlanCommand {
     }
     const SearchResult result = search_placement(in.objective(), in.search);
     if (in.search.progress) std::fprintf(stderr, "\r\033[K");
-    const Placement placement = build_placement(in.topology, in.objective(), *in.full, result,
-                                                in.search);
+    const Placement placement =
+        build_placement(in.topology, in.objective(), *in.full, result, in.search);
     std::string text;
-    if (format == "json") text = placement_to_json(placement).dump(2) + "\n";
-    else if (format == "yaml") text = placement_to_yaml(placement);
-    else text = placement_to_table(placement, in.topology);
+    if (format == "json")
+      text = placement_to_json(placement).dump(2) + "\n";
+    else if (format == "yaml")
+      text = placement_to_yaml(placement);
+    else
+      text = placement_to_table(placement, in.topology);
     if (output.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       return;
@@ -54,7 +57,8 @@ struct PlanCommand {
 
 void add_plan_command(CLI::App& app) {
   auto cmd = std::make_shared<PlanCommand>();
-  CLI::App* sub = app.add_subcommand("plan", "Place pipeline stages x data-parallel replicas on GPUs");
+  CLI::App* sub =
+      app.add_subcommand("plan", "Place pipeline stages x data-parallel replicas on GPUs");
   cmd->options.add_to(*sub, true);
   sub->add_option("--format", cmd->format, "table (default), json or yaml")
       ->check(CLI::IsMember({"table", "json", "yaml"}));

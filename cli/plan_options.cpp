@@ -10,7 +10,9 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
   cmd.add_option("--topology", topology_file, "Topology YAML file (examples/topologies/)")
       ->required()
       ->check(CLI::ExistingFile);
-  cmd.add_option("--stages", stages, "Pipeline stages D_PP")->required()->check(CLI::PositiveNumber);
+  cmd.add_option("--stages", stages, "Pipeline stages D_PP")
+      ->required()
+      ->check(CLI::PositiveNumber);
   cmd.add_option("--replicas", replicas, "Data-parallel replicas D_DP")
       ->required()
       ->check(CLI::PositiveNumber);
@@ -21,13 +23,16 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
       ->excludes(model);
   cmd.add_option("--cost-model", cost_model, "paper (the DT-FM objective) or full (iteration time)")
       ->check(CLI::IsMember({"paper", "full"}));
-  cmd.add_option("--c-dp-gb", c_dp_gb, "Paper mode: one stage's gradient GB (default: from the model)")
+  cmd.add_option("--c-dp-gb", c_dp_gb,
+                 "Paper mode: one stage's gradient GB (default: from the model)")
       ->check(CLI::NonNegativeNumber);
-  cmd.add_option("--c-pp-gb", c_pp_gb, "Paper mode: one replica's activation GB (default: from the model)")
+  cmd.add_option("--c-pp-gb", c_pp_gb,
+                 "Paper mode: one replica's activation GB (default: from the model)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--schedule", schedule, "Pipeline schedule: gpipe, 1f1b, interleaved")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
-  cmd.add_option("--chunks", chunks, "Model chunks per device (interleaved)")->check(CLI::Range(2, 64));
+  cmd.add_option("--chunks", chunks, "Model chunks per device (interleaved)")
+      ->check(CLI::Range(2, 64));
   cmd.add_flag("--no-overlap", no_overlap,
                "Model communication as blocking compute (default: overlapped on its own streams)");
   if (!with_search) return;

@@ -42,8 +42,8 @@ struct PlanInputs {
   placement::Topology topology;
   placement::Workload workload;
   placement::PartitionShape shape;
-  std::unique_ptr<placement::FullCostModel> full;   // always (it predicts iteration time)
-  std::unique_ptr<placement::PaperCostModel> paper; // with --cost-model paper
+  std::unique_ptr<placement::FullCostModel> full;    // always (it predicts iteration time)
+  std::unique_ptr<placement::PaperCostModel> paper;  // with --cost-model paper
   placement::SearchOptions search;
 
   const placement::CostModel& objective() const {

@@ -44,9 +44,9 @@ struct SimulateCommand {
       throw std::runtime_error(placement_file + ": " + e.what());
     }
     if (p.shape.stages != in.shape.stages || p.shape.replicas != in.shape.replicas)
-      throw std::runtime_error(placement_file + ": placement is " +
-                               std::to_string(p.shape.stages) + " x " +
-                               std::to_string(p.shape.replicas) + ", not --stages x --replicas");
+      throw std::runtime_error(placement_file + ": placement is " + std::to_string(p.shape.stages) +
+                               " x " + std::to_string(p.shape.replicas) +
+                               ", not --stages x --replicas");
     return p.pipelines;
   }
 

@@ -36,10 +36,10 @@ struct HopMatching {
 // Everything a cost model knows about one partition, for output.
 struct Evaluation {
   CostBreakdown cost;
-  std::vector<int> stage_group;     // stage_group[s] = index of the group that runs stage s
-  std::vector<HopMatching> hops;    // stage s -> s+1 (and last -> first for interleaved)
-  std::vector<int> layer_split;     // layers per stage (full mode; paper mode: even split)
-  double predicted_iteration_s = 0; // full-mode iteration time of this placement
+  std::vector<int> stage_group;            // stage_group[s] = index of the group that runs stage s
+  std::vector<HopMatching> hops;           // stage s -> s+1 (and last -> first for interleaved)
+  std::vector<int> layer_split;            // layers per stage (full mode; paper mode: even split)
+  double predicted_iteration_s = 0;        // full-mode iteration time of this placement
   std::vector<std::vector<int>> dp_rings;  // per stage: ring order of its group (full mode)
 };
 
@@ -51,9 +51,9 @@ struct CostScratch {
   std::unordered_map<uint64_t, double> pair_term;   // coarsened edge of two groups
   BottleneckWorkspace matching;
   OpenPathWorkspace path;
-  std::vector<double> h;        // G x G coarsened graph
-  std::vector<double> sub;      // D x D weights between two groups
-  std::vector<uint64_t> keys;   // one per group
+  std::vector<double> h;       // G x G coarsened graph
+  std::vector<double> sub;     // D x D weights between two groups
+  std::vector<uint64_t> keys;  // one per group
   uint64_t hits = 0, misses = 0;
   void bound_caches(size_t limit = size_t{1} << 20);
 };

@@ -26,11 +26,11 @@ namespace tessel::placement {
 
 struct FullCostOptions {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
-  int chunks = 2;                 // v, interleaved only
-  double utilisation = 0.45;      // fraction of peak FLOP/s the stage's kernels achieve
-  bool overlap = true;            // communication on its own streams
-  double memory_reserve_gib = 2;  // per GPU: CUDA context, NCCL buffers, fragmentation
-  double hbm_gbytes_per_s = 2000; // optimizer step is memory-bound: 36 bytes per parameter
+  int chunks = 2;                  // v, interleaved only
+  double utilisation = 0.45;       // fraction of peak FLOP/s the stage's kernels achieve
+  bool overlap = true;             // communication on its own streams
+  double memory_reserve_gib = 2;   // per GPU: CUDA context, NCCL buffers, fragmentation
+  double hbm_gbytes_per_s = 2000;  // optimizer step is memory-bound: 36 bytes per parameter
 };
 
 inline constexpr double kInfeasibleCost = 1e6;
@@ -62,8 +62,8 @@ class FullCostModel final : public CostModel {
     const int p = shape_.stages;
     return spec_.kind == ScheduleKind::Interleaved && p > 1 ? p : p - 1;
   }
-  double iteration(const Groups& groups, const std::vector<int>& stage_group,
-                   CostScratch& scratch, Detail* detail) const;
+  double iteration(const Groups& groups, const std::vector<int>& stage_group, CostScratch& scratch,
+                   Detail* detail) const;
   // Layer split, stage times, all-reduce times into the scratch's timing (hops left alone).
   void fill_stages(const std::vector<const std::vector<int>*>& members, CostScratch& scratch,
                    Detail* detail) const;
@@ -73,9 +73,9 @@ class FullCostModel final : public CostModel {
   Workload workload_;
   FullCostOptions options_;
   ScheduleSpec spec_;
-  std::vector<double> in_flight_;      // per stage position, micro-batches of activations
-  std::vector<double> flops_per_s_;    // per device, effective
-  std::vector<double> memory_bytes_;   // per device, usable
+  std::vector<double> in_flight_;     // per stage position, micro-batches of activations
+  std::vector<double> flops_per_s_;   // per device, effective
+  std::vector<double> memory_bytes_;  // per device, usable
   double message_bytes_ = 0;
 };
 

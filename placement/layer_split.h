@@ -9,16 +9,16 @@
 namespace tessel::placement {
 
 struct StageCapacity {
-  double flops_per_s = 0;      // the group's slowest device, effective (peak x utilisation)
-  double memory_bytes = 0;     // the group's smallest device, usable bytes
-  double in_flight = 1;        // micro-batches of activations the schedule keeps at this stage
-  int min_layers = 1;          // at least one layer (interleaved: one per chunk)
+  double flops_per_s = 0;   // the group's slowest device, effective (peak x utilisation)
+  double memory_bytes = 0;  // the group's smallest device, usable bytes
+  double in_flight = 1;     // micro-batches of activations the schedule keeps at this stage
+  int min_layers = 1;       // at least one layer (interleaved: one per chunk)
 };
 
 struct LayerSplit {
-  std::vector<int> layers;     // per stage, sums to the model's layers when feasible
+  std::vector<int> layers;  // per stage, sums to the model's layers when feasible
   bool feasible = true;
-  double overflow_bytes = 0;   // how far the tightest stage is over its memory when not
+  double overflow_bytes = 0;  // how far the tightest stage is over its memory when not
 };
 
 // Memory a stage needs: weights, gradients and optimizer state, the activations it keeps

@@ -53,8 +53,8 @@ class CyclicPartitioning {
   std::vector<double> sum_to_;  // N x G: sum over e in group q of w(v, e)
   std::vector<double> own_;     // custom gain: fastest internal link of v
   std::vector<char> locked_;
-  std::vector<Best> best_;      // per group: its candidate and best move
-  std::vector<double> gain_to_; // G x G: the candidate of group p moving to q
+  std::vector<Best> best_;       // per group: its candidate and best move
+  std::vector<double> gain_to_;  // G x G: the candidate of group p moving to q
 };
 
 }  // namespace tessel::placement

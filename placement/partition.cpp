@@ -10,9 +10,8 @@ Groups groups_from_labels(const Labels& labels, const PartitionShape& shape) {
   for (int d = 0; d < static_cast<int>(labels.size()); ++d) groups[labels[d]].push_back(d);
   // Canonical order (by smallest member), so that a partition's cost cannot depend on how its
   // groups happen to be numbered (ties in the stage-order search are broken by index).
-  std::sort(groups.begin(), groups.end(), [](const auto& a, const auto& b) {
-    return !b.empty() && (a.empty() || a[0] < b[0]);
-  });
+  std::sort(groups.begin(), groups.end(),
+            [](const auto& a, const auto& b) { return !b.empty() && (a.empty() || a[0] < b[0]); });
   return groups;
 }
 

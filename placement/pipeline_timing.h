@@ -9,8 +9,9 @@ namespace tessel::placement {
 
 enum class ScheduleKind { GPipe, OneFOneB, Interleaved };
 
-const char* to_string(ScheduleKind kind);             // "gpipe", "1f1b", "interleaved"
-ScheduleKind parse_schedule_kind(const std::string&);  // throws std::invalid_argument naming the value
+const char* to_string(ScheduleKind kind);  // "gpipe", "1f1b", "interleaved"
+ScheduleKind parse_schedule_kind(
+    const std::string&);  // throws std::invalid_argument naming the value
 
 struct ScheduleSpec {
   ScheduleKind kind = ScheduleKind::OneFOneB;

@@ -241,11 +241,18 @@ std::string placement_to_table(const Placement& p, const Topology& topology) {
     << (p.cost_model == "paper"
             ? "cost " + seconds(p.cost.total_s) + " = data-parallel " +
                   seconds(p.cost.data_parallel_s) + " + pipeline " + seconds(p.cost.pipeline_s)
-            : "cost (iteration time) " + seconds(p.cost.total_s) +
+            : "cost (iteration time) " + seconds(p.cost.feasible ? p.cost.total_s : INFINITY) +
                   "; slowest data-parallel all-reduce " + seconds(p.cost.data_parallel_s) +
                   " (overlapped with the backward)")
-    << (p.cost.feasible ? "" : "  (does not fit in GPU memory)") << "\n"
-    << "predicted iteration (" << p.schedule << "): " << seconds(p.predicted_iteration_s) << "\n\n";
+    << "\n";
+  if (!p.cost.feasible) {
+    char over[128];
+    std::snprintf(over, sizeof over,
+                  "does not fit in GPU memory: about %.1f GiB short (more stages or larger GPUs)\n",
+                  p.cost.total_s - kInfeasibleCost);
+    o << over;
+  }
+  o << "predicted iteration (" << p.schedule << "): " << seconds(p.predicted_iteration_s) << "\n\n";
   o << "stage  layers  devices (replica 0.." << p.shape.replicas - 1 << ")  sites\n";
   for (size_t s = 0; s < p.stages.size(); ++s) {
     char head[32];

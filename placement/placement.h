@@ -4,11 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "placement/cost_model.h"
 #include "placement/full_cost.h"
@@ -24,21 +23,21 @@ struct RankEntry {
 };
 
 struct Placement {
-  std::string topology;          // the topology's id
-  std::string model;             // the workload's name
-  std::string cost_model;        // "paper" or "full"
+  std::string topology;    // the topology's id
+  std::string model;       // the workload's name
+  std::string cost_model;  // "paper" or "full"
   std::string strategy;
-  std::string schedule;          // the schedule the prediction assumes
+  std::string schedule;  // the schedule the prediction assumes
   uint64_t seed = 0;
   PartitionShape shape;
-  CostBreakdown cost;            // under cost_model
-  double predicted_iteration_s = 0;  // full model, in this placement's stage order
+  CostBreakdown cost;                       // under cost_model
+  double predicted_iteration_s = 0;         // full model, in this placement's stage order
   std::vector<std::vector<int>> stages;     // stages[s][r] = device of replica r at stage s
   std::vector<std::vector<int>> pipelines;  // pipelines[r][s] = the same, by replica
   std::vector<RankEntry> rank_map;
-  std::vector<int> layer_split;             // layers per stage
-  std::vector<std::vector<int>> dp_rings;   // per stage: all-reduce ring order
-  std::vector<double> hop_bottleneck_s;     // per hop s -> s+1: the slowest matched pair
+  std::vector<int> layer_split;            // layers per stage
+  std::vector<std::vector<int>> dp_rings;  // per stage: all-reduce ring order
+  std::vector<double> hop_bottleneck_s;    // per hop s -> s+1: the slowest matched pair
   long evaluations = 0;
   double elapsed_s = 0;
   std::vector<std::pair<long, double>> convergence;

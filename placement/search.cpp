@@ -169,8 +169,10 @@ class Searcher {
       while (labels[x] == labels[y]) y = rng.below(n);
       std::swap(labels[x], labels[y]);
       const double c = evaluate(labels, worker);
-      if (c <= cost) cost = c;  // sideways moves too: max-type costs have wide plateaus
-      else std::swap(labels[x], labels[y]);
+      if (c <= cost)
+        cost = c;  // sideways moves too: max-type costs have wide plateaus
+      else
+        std::swap(labels[x], labels[y]);
     }
     return trials;
   }
@@ -296,8 +298,7 @@ class Searcher {
     std::vector<long> used(kBatch);
     std::vector<std::pair<int, int>> parents(kBatch);
     while (remaining() > 0 && !out_of_time()) {
-      const int count = static_cast<int>(
-          std::clamp<long>(remaining() / per_child, 1, kBatch));
+      const int count = static_cast<int>(std::clamp<long>(remaining() / per_child, 1, kBatch));
       const long trials = std::min(swap_trials, remaining() / count - 1);
       parallel_for(count, threads_, [&](int i, int worker) {
         Rng rng = Rng::stream(options_.seed, static_cast<uint64_t>(trial + i));
@@ -307,8 +308,8 @@ class Searcher {
         search[worker]->run(child);
         // A child that is one of its parents again adds nothing: shake it (a few random swaps
         // between groups) and search from there, so a converged population keeps exploring.
-        for (int round = 0; round < 3 && (same_partition(child, pop[a]) ||
-                                          same_partition(child, pop[b]));
+        for (int round = 0;
+             round < 3 && (same_partition(child, pop[a]) || same_partition(child, pop[b]));
              ++round) {
           mutate(child, rng);
           search[worker]->run(child);

@@ -25,10 +25,10 @@ struct SearchProgress {
 
 struct SearchOptions {
   Strategy strategy = Strategy::Evolutionary;
-  long evaluations = 5000;   // budget in evaluated candidates (initial population included)
-  double time_limit_s = 0;   // > 0: stop after this long (the budget is then unbounded if 0)
+  long evaluations = 5000;  // budget in evaluated candidates (initial population included)
+  double time_limit_s = 0;  // > 0: stop after this long (the budget is then unbounded if 0)
   uint64_t seed = 1;
-  int threads = 0;           // 0: all cores
+  int threads = 0;  // 0: all cores
   int population = 100;
   int crossover_points = 5;
   // Evolutionary (not kl): after the paper's local search, each offspring also tries this many

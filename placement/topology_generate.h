@@ -9,13 +9,13 @@ namespace tessel::placement {
 
 struct GeoTopologySpec {
   int devices = 64;
-  int sites = 8;                 // devices are spread as evenly as possible over the sites
+  int sites = 8;  // devices are spread as evenly as possible over the sites
   uint64_t seed = 1;
   double intra_site_latency_ms = 0.5;
   double intra_site_bandwidth_gbps = 100;
   double min_bandwidth_gbps = 0.3;  // inter-site bandwidth drawn in [min, max], lower when far
   double max_bandwidth_gbps = 10;
-  bool mixed_gpus = true;           // a mix of GPU models (A100, H100, H200, V100...) per site
+  bool mixed_gpus = true;  // a mix of GPU models (A100, H100, H200, V100...) per site
 };
 
 // Sites get real-looking coordinates (drawn on land-ish latitude bands); latency between

@@ -28,8 +28,8 @@ struct Workload {
   int heads = 0;
   int seq_len = 0;
   int vocab = 50257;
-  int micro_batch = 1;     // sequences per micro-batch
-  int global_batch = 0;    // sequences per iteration, all replicas together
+  int micro_batch = 1;   // sequences per micro-batch
+  int global_batch = 0;  // sequences per iteration, all replicas together
   Precision precision = Precision::FP16;
   bool recompute_activations = true;  // full activation recomputation per layer
 

@@ -27,16 +27,18 @@ double median(std::vector<double> v) {
 }
 
 void scenarios(long evaluations, int seeds, int threads, long swaps) {
-  std::printf("| scenario | tessel GA (median of %d seeds) | best seed | KL | random best (mean) | "
-              "ordered | one device per site | GA wall s (median) |\n",
-              seeds);
-  std::printf("|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| scenario | tessel GA (median of %d seeds) | best seed | GA without seeds (median) "
+      "| KL | random best (mean) | ordered | one device per site | GA wall s (median) |\n",
+      seeds);
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
   for (const char* file : kScenarios) {
-    const Topology t = load_topology_file(std::string(TESSEL_SOURCE_DIR) +
-                                          "/examples/topologies/" + file);
+    const Topology t =
+        load_topology_file(std::string(TESSEL_SOURCE_DIR) + "/examples/topologies/" + file);
     const PaperCostModel model(t, {8, 8}, {0.65, 0.47125});
-    auto run = [&](Strategy s, uint64_t seed) {
+    auto run = [&](Strategy s, uint64_t seed, bool structured = true) {
       SearchOptions o;
+      o.structured_seeds = structured;
       o.strategy = s;
       o.evaluations = evaluations;
       o.seed = seed;
@@ -44,21 +46,22 @@ void scenarios(long evaluations, int seeds, int threads, long swaps) {
       o.swap_trials = swaps;
       return search_placement(model, o);
     };
-    std::vector<double> ga, wall, kl;
+    std::vector<double> ga, wall, kl, unseeded;
     for (int seed = 1; seed <= seeds; ++seed) {
       const SearchResult r = run(Strategy::Evolutionary, seed);
       ga.push_back(r.best_cost);
       wall.push_back(r.elapsed_s);
       kl.push_back(run(Strategy::KernighanLin, seed).best_cost);
+      unseeded.push_back(run(Strategy::Evolutionary, seed, false).best_cost);
     }
     const SearchResult random = run(Strategy::Random, 1);
     const SearchResult ordered = run(Strategy::Ordered, 1);
-    Groups spread(8);
+    Groups spread(8);  // group k = devices {k, k+8, ..., k+56}
     for (int k = 0; k < 8; ++k)
       for (int i = 0; i < 8; ++i) spread[k].push_back(k + 8 * i);
     auto scratch = model.make_scratch();
-    std::printf("| %s | %.4f | %.4f | %.4f | %.4f (%.4f) | %.4f | %.4f | %.3f |\n", file,
-                median(ga), *std::min_element(ga.begin(), ga.end()), median(kl),
+    std::printf("| %s | %.4f | %.4f | %.4f | %.4f | %.4f (%.4f) | %.4f | %.4f | %.3f |\n", file,
+                median(ga), *std::min_element(ga.begin(), ga.end()), median(unseeded), median(kl),
                 random.best_cost, random.random_mean_cost, ordered.best_cost,
                 model.cost(spread, *scratch), median(wall));
     std::fflush(stdout);
@@ -85,7 +88,8 @@ void large(int devices, int stages, double short_s, double long_s, int threads, 
   };
   const SearchResult shorter = run(short_s);
   const SearchResult longer = run(long_s);
-  std::printf("| run | evaluations | best cost | vs the %.0f s best |\n|---|---|---|---|\n", long_s);
+  std::printf("| run | evaluations | best cost | vs the %.0f s best |\n|---|---|---|---|\n",
+              long_s);
   std::printf("| %.0f s | %ld | %.4f | %+.2f%% |\n", short_s, shorter.evaluations,
               shorter.best_cost, 100 * (shorter.best_cost / longer.best_cost - 1));
   std::printf("| %.0f s | %ld | %.4f | 0 |\n\n", long_s, longer.evaluations, longer.best_cost);

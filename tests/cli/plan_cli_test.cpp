@@ -29,7 +29,8 @@ Outcome tessel(const std::string& args) {
 }
 
 const std::string kTopologies = std::string(TESSEL_SOURCE_DIR) + "/examples/topologies/";
-const std::string kWorld = "--topology " + kTopologies + "5-worldwide-geo.yaml --stages 8 --replicas 8";
+const std::string kWorld =
+    "--topology " + kTopologies + "5-worldwide-geo.yaml --stages 8 --replicas 8";
 
 TEST(TesselPlan, PrintsAPlacementTable) {
   const Outcome r = tessel("plan " + kWorld + " --evaluations 300");
@@ -96,9 +97,9 @@ TEST(TesselPlan, BadInputsFailNamingTheCulprit) {
 
 TEST(TesselSimulate, ComparesTheSimulationWithTheClosedFormAndWritesATrace) {
   const std::string trace = ::testing::TempDir() + "/trace.json";
-  const Outcome r = tessel("simulate --topology " + kTopologies +
-                       "4-regional-geo.yaml --stages 8 --replicas 8 --evaluations 200 --trace " +
-                       trace);
+  const Outcome r =
+      tessel("simulate --topology " + kTopologies +
+             "4-regional-geo.yaml --stages 8 --replicas 8 --evaluations 200 --trace " + trace);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("simulated"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("closed form"), std::string::npos) << r.output;
@@ -109,13 +110,15 @@ TEST(TesselSimulate, ComparesTheSimulationWithTheClosedFormAndWritesATrace) {
 
 TEST(TesselSimulate, ReadsAPlacementFromPlan) {
   const std::string plan = ::testing::TempDir() + "/plan.json";
-  const std::string topo = "--topology " + kTopologies + "3-multi-datacenter.yaml --stages 4 --replicas 16";
+  const std::string topo =
+      "--topology " + kTopologies + "3-multi-datacenter.yaml --stages 4 --replicas 16";
   ASSERT_EQ(tessel("plan " + topo + " --evaluations 200 --format json --output " + plan).status, 0);
   const Outcome r = tessel("simulate " + topo + " --schedule 1f1b --placement " + plan);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("iteration: simulated"), std::string::npos) << r.output;
-  const Outcome wrong = tessel("simulate --topology " + kTopologies +
-                           "3-multi-datacenter.yaml --stages 8 --replicas 8 --placement " + plan);
+  const Outcome wrong =
+      tessel("simulate --topology " + kTopologies +
+             "3-multi-datacenter.yaml --stages 8 --replicas 8 --placement " + plan);
   EXPECT_EQ(wrong.status, 1);
   EXPECT_NE(wrong.output.find("plan.json"), std::string::npos) << wrong.output;
 }
@@ -129,8 +132,9 @@ TEST(TesselTopology, GeneratesAReproducibleTopologyThatPlans) {
   const std::string ta((std::istreambuf_iterator<char>(fa)), {});
   const std::string tb((std::istreambuf_iterator<char>(fb)), {});
   EXPECT_EQ(ta, tb);
-  const Outcome r = tessel("plan --topology " + a + " --stages 3 --replicas 8 --preset gpt2-124m"
-                       " --evaluations 200");
+  const Outcome r = tessel("plan --topology " + a +
+                           " --stages 3 --replicas 8 --preset gpt2-124m"
+                           " --evaluations 200");
   EXPECT_EQ(r.status, 0) << r.output;
 }
 

@@ -75,7 +75,8 @@ TEST(FullCost, EvaluationIsConsistentWithTheSimulator) {
     // Simulating the same timing event by event lands within a few percent.
     std::vector<std::vector<int>> pipelines(8, std::vector<int>(8));
     for (int r = 0; r < 8; ++r)
-      for (int s = 0; s < 8; ++s) pipelines[r][s] = testing::one_site_per_group()[e.stage_group[s]][r];
+      for (int s = 0; s < 8; ++s)
+        pipelines[r][s] = testing::one_site_per_group()[e.stage_group[s]][r];
     const PipelineTiming timing = model.pipeline_timing(pipelines);
     const double sim = simulate_iteration(model.schedule(), timing).iteration_s;
     const double closed = predict_iteration_s(model.schedule(), timing);
@@ -104,7 +105,8 @@ TEST(FullCost, OverlapNeverSlowerThanBlockingCommunication) {
   const FullCostModel off(t, {8, 8}, workload_preset("gpt3-1.3b"), blocking);
   auto s1 = on.make_scratch();
   auto s2 = off.make_scratch();
-  EXPECT_LT(on.cost(testing::one_site_per_group(), *s1), off.cost(testing::one_site_per_group(), *s2));
+  EXPECT_LT(on.cost(testing::one_site_per_group(), *s1),
+            off.cost(testing::one_site_per_group(), *s2));
 }
 
 }  // namespace
