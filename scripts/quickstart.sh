@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+scripts/build.sh tessel >&2  # build progress on stderr: stdout is the placement
 exec build/cli/tessel plan --topology examples/topologies/5-worldwide-geo.yaml \
   --stages 8 --replicas 8 --preset gpt3-1.3b "$@"
