@@ -20,16 +20,20 @@
 #include "kube/api_error.h"
 #include "kube/clock.h"
 #include "kube/object.h"
+#include "waiting.h"
 
 namespace tessel::kube {
 namespace {
+
+using testing::eventually;
+using testing::kFailureTimeout;
+using testing::require;
 
 using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using testing::fixture;
 
-constexpr auto kFailureTimeout = seconds(5);
 const std::string kNamespace = "tessel-system";
 const std::string kLeaseName = "tessel-operator-leader";  // as in the fixtures
 
@@ -39,23 +43,6 @@ json response_body(const std::string& fixture_name) {
 
 json request_body(const std::string& fixture_name) {
   return fixture(fixture_name)["request"]["body"];
-}
-
-void require(bool ok, const char* what) {
-  if (!ok) {
-    ADD_FAILURE() << "timed out: " << what;
-    std::abort();  // a thread may still run against this test's stack
-  }
-}
-
-template <typename Condition>
-bool eventually(Condition condition) {
-  const auto deadline = std::chrono::steady_clock::now() + kFailureTimeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
 }
 
 std::set<std::string> keys(const json& object) {

@@ -11,23 +11,16 @@
 #include <vector>
 
 #include "kube/clock.h"
+#include "waiting.h"
 
 namespace tessel::kube {
 namespace {
 
+using testing::kFailureTimeout;
+using testing::require;
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-
-constexpr auto kFailureTimeout = std::chrono::seconds(5);
-
-// A test thread may still be blocked, and destroying its future would hang: a failed wait ends
-// the whole binary instead.
-void require(bool ok, const char* what) {
-  if (!ok) {
-    ADD_FAILURE() << "timed out: " << what;
-    std::abort();
-  }
-}
 
 TEST(ItemExponentialFailureRateLimiterTest, DoublesPerFailureOfEachKey) {
   ItemExponentialFailureRateLimiter limiter(milliseconds(5), seconds(1000));

@@ -17,38 +17,17 @@
 
 #include "kube/clock.h"
 #include "kube/rate_limiter.h"
+#include "waiting.h"
 
 namespace tessel::kube {
 namespace {
 
+using testing::eventually;
+using testing::finishes;
+using testing::kFailureTimeout;
+using testing::require;
+
 using std::chrono::milliseconds;
-
-// Bounds on real-time waits that only run out when the code under test is broken.
-constexpr auto kFailureTimeout = std::chrono::seconds(5);
-
-// A test thread may still be blocked on the queue, and destroying its future would hang: a
-// failed wait ends the whole binary instead.
-void require(bool ok, const char* what) {
-  if (!ok) {
-    ADD_FAILURE() << "timed out: " << what;
-    std::abort();
-  }
-}
-
-template <typename T>
-bool finishes(std::future<T>& future) {
-  return future.wait_for(kFailureTimeout) == std::future_status::ready;
-}
-
-template <typename Condition>
-bool eventually(Condition condition) {
-  const auto deadline = std::chrono::steady_clock::now() + kFailureTimeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
 
 std::unique_ptr<RateLimiter> exponential(milliseconds base) {
   return std::make_unique<ItemExponentialFailureRateLimiter>(base, std::chrono::seconds(1000));
