@@ -72,11 +72,16 @@ TEST(TesselPlan, WritesYamlToAFile) {
 
 TEST(TesselPlan, BadInputsFailNamingTheCulprit) {
   const std::string bad = ::testing::TempDir() + "/bad-topology.yaml";
-  std::ofstream(bad) << "id: x\ngpu_types: {}\nsites: []\ndevices: []\nnetwork: {intra_site: "
-                        "{latency_ms: 1, bandwidth_gbps: -2}}\n";
+  std::ofstream(bad) << "id: x\n"
+                        "gpu_types: {V100: {peak_tflops_fp16_tensor: 125, memory_gib: 16}}\n"
+                        "sites: [{name: a, kind: host, gpus: 1}]\n"
+                        "devices: [{id: 0, site: a, gpu: V100, peak_tflops: 125}]\n"
+                        "network: {intra_site: {latency_ms: 1, bandwidth_gbps: -2}}\n";
   Outcome r = tessel("plan --topology " + bad + " --stages 1 --replicas 1");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("bad-topology.yaml"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("bad-topology.yaml: network.intra_site.bandwidth_gbps: must be > 0"),
+            std::string::npos)
+      << r.output;
 
   r = tessel("plan --topology " + kTopologies + "5-worldwide-geo.yaml --stages 8 --replicas 4");
   EXPECT_EQ(r.status, 1);
