@@ -7,7 +7,11 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev
+  libcurl4-openssl-dev libssl-dev openssl
+  libopenblas-dev
 )
+# Tests of what users type run the real kubectl: whichever is on PATH, else Debian's.
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do
