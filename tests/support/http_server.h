@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -75,6 +76,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const;
+  // TCP connections accepted so far, refused ones included (tests of connection reuse).
+  std::size_t connections_accepted() const;
   // Closes the listener and every connection (streams see closed() and write() == false),
   // and joins all connection threads.
   void stop();
