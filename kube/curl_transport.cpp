@@ -406,7 +406,12 @@ class CurlTransport final : public HttpTransport {
       cause = "the response broke off after status " + std::to_string(transfer.response.status) +
               ": " + cause;
     }
-    throw TransportError(describe(request) + ": " + cause, timed_out, request_sent);
+    // TLS verification and URL errors repeat identically on every attempt.
+    const bool permanent =
+        code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CACERT_BADFILE ||
+        code == CURLE_SSL_CERTPROBLEM || code == CURLE_URL_MALFORMAT ||
+        code == CURLE_UNSUPPORTED_PROTOCOL || code == CURLE_SSL_PINNEDPUBKEYNOTMATCH;
+    throw TransportError(describe(request) + ": " + cause, timed_out, request_sent, permanent);
   }
 
   // The curl_multi loop. `code` receives the transfer's result when it finished.

@@ -39,18 +39,25 @@ struct HttpResponse {
 };
 
 // No HTTP answer: the connection failed or timed out. The flags are what the retry policy
-// (kube/retry.h) needs to decide whether the request may be repeated. The message names the
-// server and the cause, never a credential.
+// (kube/retry.h) needs to decide whether the request may be repeated: a permanent failure (the
+// server's certificate failed verification, a malformed URL) is one that waiting does not
+// cure. The message names the server and the cause, never a credential.
 class TransportError : public std::runtime_error {
  public:
-  TransportError(const std::string& message, bool timed_out, bool request_sent)
-      : std::runtime_error(message), timed_out_(timed_out), request_sent_(request_sent) {}
+  TransportError(const std::string& message, bool timed_out, bool request_sent,
+                 bool permanent = false)
+      : std::runtime_error(message),
+        timed_out_(timed_out),
+        request_sent_(request_sent),
+        permanent_(permanent) {}
   bool timed_out() const { return timed_out_; }
   bool request_sent() const { return request_sent_; }
+  bool permanent() const { return permanent_; }
 
  private:
   bool timed_out_;
   bool request_sent_;
+  bool permanent_;
 };
 
 class HttpTransport {

@@ -296,6 +296,7 @@ TEST_F(CurlTlsTest, AServerCertificateFromAnotherCaIsAnErrorNamingTheServer) {
     EXPECT_NE(message.find("certificate"), std::string::npos) << message;
     EXPECT_EQ(message.find(kToken), std::string::npos) << message;
     EXPECT_FALSE(error.timed_out());
+    EXPECT_TRUE(error.permanent()) << "waiting does not make an untrusted server trusted";
   }
   EXPECT_TRUE(echo.log.all().empty());
 
