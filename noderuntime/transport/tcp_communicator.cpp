@@ -1,0 +1,169 @@
+#include "noderuntime/transport/tcp_communicator.h"
+
+#include <string>
+
+#include "noderuntime/transport/mesh.h"
+#include "noderuntime/transport/transport_error.h"
+
+namespace tessel::transport {
+namespace {
+
+void validate(const TcpOptions& options) {
+  const int world = static_cast<int>(options.peers.size());
+  if (world < 1) throw TransportError("tcp communicator: peers is empty");
+  if (options.rank < 0 || options.rank >= world) {
+    throw TransportError("tcp communicator: rank " + std::to_string(options.rank) +
+                         " out of range [0, " + std::to_string(world) + ")");
+  }
+  if (options.io_timeout <= std::chrono::milliseconds::zero()) {
+    throw TransportError("tcp communicator: io_timeout must be positive");
+  }
+  try {
+    check_ring_options(options.ring);
+  } catch (const TransportError& e) {
+    throw TransportError(std::string("tcp communicator: ") + e.what());
+  }
+  if (options.links && options.links->ranks() != world) {
+    throw TransportError("tcp communicator: links has " + std::to_string(options.links->ranks()) +
+                         " ranks, peers has " + std::to_string(world));
+  }
+}
+
+}  // namespace
+
+TcpCommunicator::TcpCommunicator(TcpOptions options, const TcpListener& listener)
+    : options_(std::move(options)) {
+  validate(options_);
+  const MeshOptions mesh{options_.job_id, options_.rank, options_.peers, options_.connect_timeout};
+  std::vector<UniqueFd> sockets = establish_mesh(mesh, listener);
+  peers_.resize(options_.peers.size());
+  for (int p = 0; p < size(); ++p) {
+    if (p == rank()) continue;
+    TcpPeerOptions peer_options{options_.job_id, describe_peer(p, options_.peers[p]),
+                                options_.links ? options_.links->shape(rank(), p) : LinkShape{},
+                                options_.burst_bytes, options_.io_timeout};
+    peers_[p] = std::make_unique<TcpPeer>(std::move(sockets[p]), std::move(peer_options));
+  }
+  collective_thread_ = std::thread([this] { collective_loop(); });
+}
+
+TcpCommunicator::~TcpCommunicator() { close(); }
+
+TcpPeer& TcpCommunicator::peer(int rank, const char* operation) {
+  if (rank < 0 || rank >= size()) {
+    throw TransportError(std::string(operation) + ": peer " + std::to_string(rank) +
+                         " out of range [0, " + std::to_string(size()) + ")");
+  }
+  if (rank == this->rank()) {
+    throw TransportError(std::string(operation) + ": peer " + std::to_string(rank) +
+                         " is this rank");
+  }
+  return *peers_[rank];
+}
+
+Request TcpCommunicator::isend(int to, const TensorInfo& info, std::span<const std::byte> payload) {
+  TcpPeer& target = peer(to, "isend");
+  const std::string where = "isend to " + describe_peer(to, options_.peers[to]) + ": ";
+  uint64_t bytes = 0;
+  try {
+    bytes = payload_bytes_of(info);
+  } catch (const TransportError& e) {
+    throw TransportError(where + e.what());
+  }
+  if (payload.size() != bytes) {
+    throw TransportError(where + "payload is " + std::to_string(payload.size()) + " bytes, " +
+                         to_string(info.dtype) + " " + shape_to_string(info.shape) + " is " +
+                         std::to_string(bytes));
+  }
+  return target.send(info, payload);
+}
+
+Request TcpCommunicator::irecv(int from, const TensorInfo& expected, std::span<std::byte> buffer) {
+  TcpPeer& source = peer(from, "irecv");
+  const std::string where = "irecv from " + describe_peer(from, options_.peers[from]) + ": ";
+  uint64_t bytes = 0;
+  try {
+    bytes = payload_bytes_of(expected);
+  } catch (const TransportError& e) {
+    throw TransportError(where + e.what());
+  }
+  if (buffer.size() != bytes) {
+    throw TransportError(where + "buffer is " + std::to_string(buffer.size()) + " bytes, " +
+                         to_string(expected.dtype) + " " + shape_to_string(expected.shape) +
+                         " is " + std::to_string(bytes));
+  }
+  return source.recv(expected, buffer);
+}
+
+Request TcpCommunicator::iall_reduce(void* data, size_t count, DType dtype,
+                                     const std::vector<int>& group, ReduceOp op) {
+  if (dtype != DType::kF32) {
+    throw TransportError(std::string("all-reduce: dtype ") + to_string(dtype) +
+                         " is not supported by the TCP ring (f32 only)");
+  }
+  if (op != ReduceOp::kSum) throw TransportError("all-reduce: only sum is supported");
+  check_group(*this, group);
+  auto completion = std::make_shared<Completion>();
+  if (group.size() == 1) {
+    completion->complete();
+    return Request(completion);
+  }
+  const std::span<float> buffer(static_cast<float*>(data), count);
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) {
+      completion->fail("rank " + std::to_string(rank()) + ": communicator closed");
+      return Request(completion);
+    }
+    const uint64_t sequence = next_sequence_[group]++;
+    collectives_.emplace_back(
+        [this, buffer, group, sequence] {
+          ring_all_reduce(*this, buffer, group, sequence, options_.ring);
+        },
+        completion);
+  }
+  collective_cv_.notify_one();
+  return Request(completion);
+}
+
+void TcpCommunicator::collective_loop() {
+  while (true) {
+    std::pair<std::function<void()>, std::shared_ptr<Completion>> job;
+    {
+      std::unique_lock lock(mu_);
+      collective_cv_.wait(lock, [&] { return closing_ || !collectives_.empty(); });
+      if (closing_) return;
+      job = std::move(collectives_.front());
+      collectives_.pop_front();
+    }
+    try {
+      job.first();
+      job.second->complete();
+    } catch (const TransportError& e) {
+      job.second->fail(std::string("all-reduce: ") + e.what());
+    }
+  }
+}
+
+void TcpCommunicator::close() {
+  std::call_once(close_once_, [this] {
+    std::deque<std::pair<std::function<void()>, std::shared_ptr<Completion>>> pending;
+    {
+      std::lock_guard lock(mu_);
+      closing_ = true;
+      pending.swap(collectives_);
+    }
+    collective_cv_.notify_all();
+    for (auto& job : pending) {
+      job.second->fail("rank " + std::to_string(rank()) + ": communicator closed");
+    }
+    // Closing the peers fails the point-to-point operations of a running all-reduce, which
+    // then ends, so the collective thread can be joined.
+    for (auto& p : peers_) {
+      if (p) p->close();
+    }
+    collective_thread_.join();
+  });
+}
+
+}  // namespace tessel::transport

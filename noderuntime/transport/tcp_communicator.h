@@ -1,0 +1,78 @@
+// The TCP backend of Communicator: a full mesh of TCP connections set up at start (mesh.h), one
+// TcpPeer (a sender and a receiver thread) per peer, every outgoing link optionally shaped by
+// the link emulator, and the ring all-reduce (ring_allreduce.h) run by one collective thread
+// per communicator, in call order, like the collectives on one NCCL stream.
+//
+// Start-up with kernel-chosen ports: every rank binds its TcpListener first (port 0), the
+// ports are gathered into `peers`, then every rank constructs its TcpCommunicator.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "noderuntime/transport/communicator.h"
+#include "noderuntime/transport/link_emulator.h"
+#include "noderuntime/transport/peer_address.h"
+#include "noderuntime/transport/ring_allreduce.h"
+#include "noderuntime/transport/socket.h"
+#include "noderuntime/transport/tcp_peer.h"
+
+namespace tessel::transport {
+
+struct TcpOptions {
+  uint64_t job_id = 0;
+  int rank = 0;
+  std::vector<PeerAddress> peers;                    // index = rank; the world size is peers.size()
+  std::chrono::milliseconds connect_timeout{30000};  // for the whole mesh set-up
+  // A receive waiting on a peer that sends nothing, or a send the peer does not read, for this
+  // long fails the peer.
+  std::chrono::milliseconds io_timeout{30000};
+  std::optional<LinkEmulator> links;  // shapes of the links; nullopt: unshaped
+  size_t burst_bytes = kDefaultBurstBytes;
+  RingOptions ring;  // the same on every rank
+};
+
+class TcpCommunicator final : public Communicator {
+ public:
+  // Connects the mesh through `listener` (this rank's bound socket). Throws TransportError
+  // naming the peer that could not be reached or was rejected, or the invalid option.
+  TcpCommunicator(TcpOptions options, const TcpListener& listener);
+  ~TcpCommunicator() override;
+
+  int rank() const override { return options_.rank; }
+  int size() const override { return static_cast<int>(options_.peers.size()); }
+  // Throw TransportError at once for a peer out of range or equal to rank(), or a buffer whose
+  // size is not payload_bytes_of(info).
+  Request isend(int peer, const TensorInfo& info, std::span<const std::byte> payload) override;
+  Request irecv(int peer, const TensorInfo& expected, std::span<std::byte> buffer) override;
+  // f32 only for now; throws TransportError at once for another dtype or an invalid group.
+  Request iall_reduce(void* data, size_t count, DType dtype, const std::vector<int>& group,
+                      ReduceOp op = ReduceOp::kSum) override;
+  void close() override;
+
+ private:
+  TcpPeer& peer(int rank, const char* operation);
+  void collective_loop();
+
+  const TcpOptions options_;
+  std::vector<std::unique_ptr<TcpPeer>> peers_;  // null at this rank
+
+  std::mutex mu_;
+  std::condition_variable collective_cv_;
+  std::deque<std::pair<std::function<void()>, std::shared_ptr<Completion>>> collectives_;
+  std::map<std::vector<int>, uint64_t> next_sequence_;  // per group, in call order
+  bool closing_ = false;
+  std::once_flag close_once_;
+  std::thread collective_thread_;
+};
+
+}  // namespace tessel::transport

@@ -1,0 +1,205 @@
+// The ring all-reduce over TcpCommunicators in one process: exact sums against a serial sum
+// for n = 2..5 and counts around n (odd, smaller than n, empty), many chunks per segment,
+// bit-identical results on every rank and run, any ring order, subgroups side by side,
+// several collectives in flight, bad groups, and a member that leaves.
+#include "noderuntime/transport/ring_allreduce.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "local_mesh.h"
+
+namespace tessel::transport {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Comms;
+using testing::connect_local;
+using testing::Contains;
+using testing::on_every_rank;
+
+// Small integers: every partial sum is exact in fp32, so the ring must equal the serial sum
+// bit for bit whatever the order.
+std::vector<float> integer_input(int rank, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = static_cast<float>(static_cast<int>((i * 7 + rank * 13) % 41) - 20);
+  return v;
+}
+
+std::vector<float> random_input(int rank, size_t count) {
+  std::mt19937 rng(1000 + rank);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(count);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<int> iota_group(int n) {
+  std::vector<int> g(n);
+  for (int i = 0; i < n; ++i) g[i] = i;
+  return g;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+}
+
+// All-reduces input(rank, count) on every member of `group` and returns each rank's result.
+std::vector<std::vector<float>> reduce_on_all(Comms& comms, const std::vector<int>& group,
+                                              size_t count,
+                                              std::vector<float> (*input)(int, size_t)) {
+  std::vector<std::vector<float>> results(comms.size());
+  for (int r : group) results[r] = input(r, count);
+  on_every_rank(static_cast<int>(comms.size()), [&](int r) {
+    if (std::find(group.begin(), group.end(), r) == group.end()) return;
+    comms[r]->all_reduce(results[r].data(), count, DType::kF32, group);
+  });
+  return results;
+}
+
+TEST(RingAllReduce, EqualsTheSerialSumForTwoToFiveRanksAndAwkwardCounts) {
+  for (int n = 2; n <= 5; ++n) {
+    // Small chunks, so that segments span many chunks and the receive window wraps.
+    Comms comms = connect_local(n, [](TcpOptions& o) {
+      o.ring.chunk_bytes = 12;
+      o.ring.window = 3;
+    });
+    for (size_t count : {size_t{0}, size_t{1}, size_t(n - 1), size_t(n), size_t(n + 1), size_t{7},
+                         size_t{101}, size_t{1000}}) {
+      const auto results = reduce_on_all(comms, iota_group(n), count, integer_input);
+      std::vector<float> serial(count, 0.f);
+      for (int r = 0; r < n; ++r) {
+        const auto in = integer_input(r, count);
+        for (size_t i = 0; i < count; ++i) serial[i] += in[i];
+      }
+      for (int r = 0; r < n; ++r) {
+        ASSERT_TRUE(same_bits(results[r], serial))
+            << "n " << n << " count " << count << " rank " << r;
+      }
+    }
+  }
+}
+
+TEST(RingAllReduce, EveryRankEndsWithTheSameBitsRunAfterRun) {
+  const int n = 5;
+  const size_t count = 300'007;  // odd, not divisible by n
+  Comms comms = connect_local(n);
+  const auto first = reduce_on_all(comms, iota_group(n), count, random_input);
+  const auto second = reduce_on_all(comms, iota_group(n), count, random_input);
+  std::vector<double> serial(count, 0.0);
+  for (int r = 0; r < n; ++r) {
+    const auto in = random_input(r, count);
+    for (size_t i = 0; i < count; ++i) serial[i] += in[i];
+  }
+  for (int r = 0; r < n; ++r) {
+    ASSERT_TRUE(same_bits(first[r], first[0])) << "rank " << r << " differs from rank 0";
+    ASSERT_TRUE(same_bits(second[r], first[0])) << "rank " << r << " differs between runs";
+  }
+  for (size_t i = 0; i < count; ++i) {
+    ASSERT_NEAR(first[0][i], serial[i], 1e-5 * (1 + std::fabs(serial[i]))) << i;
+  }
+}
+
+TEST(RingAllReduce, FollowsTheCallersRingOrderAndRunsSubgroupsSideBySide) {
+  Comms comms = connect_local(4);
+  const auto permuted = reduce_on_all(comms, {2, 0, 3, 1}, 333, random_input);
+  for (int r = 1; r < 4; ++r) EXPECT_TRUE(same_bits(permuted[r], permuted[0])) << r;
+
+  // Two data-parallel groups at the same time: {3, 1} and {0, 2}.
+  std::vector<std::vector<float>> results(4);
+  for (int r = 0; r < 4; ++r) results[r] = integer_input(r, 77);
+  on_every_rank(4, [&](int r) {
+    const std::vector<int> group =
+        (r == 1 || r == 3) ? std::vector<int>{3, 1} : std::vector<int>{0, 2};
+    comms[r]->all_reduce(results[r].data(), 77, DType::kF32, group);
+  });
+  const auto in = [](int r) { return integer_input(r, 77); };
+  for (size_t i = 0; i < 77; ++i) {
+    EXPECT_EQ(results[1][i], in(1)[i] + in(3)[i]);
+    EXPECT_EQ(results[0][i], in(0)[i] + in(2)[i]);
+  }
+  EXPECT_TRUE(same_bits(results[1], results[3]));
+  EXPECT_TRUE(same_bits(results[0], results[2]));
+}
+
+TEST(RingAllReduce, SeveralCollectivesInFlightCompleteInOrder) {
+  const int n = 3;
+  Comms comms = connect_local(n);
+  std::vector<std::vector<std::vector<float>>> buffers(n);  // [rank][collective]
+  on_every_rank(n, [&](int r) {
+    for (int k = 0; k < 4; ++k) buffers[r].push_back(integer_input(r + k, 5000 + k));
+    std::vector<Request> pending;
+    for (auto& b : buffers[r])
+      pending.push_back(comms[r]->iall_reduce(b.data(), b.size(), DType::kF32, iota_group(n)));
+    for (auto& p : pending) p.wait();
+  });
+  for (int k = 0; k < 4; ++k) {
+    std::vector<float> serial(5000 + k, 0.f);
+    for (int r = 0; r < n; ++r) {
+      const auto in = integer_input(r + k, serial.size());
+      for (size_t i = 0; i < serial.size(); ++i) serial[i] += in[i];
+    }
+    EXPECT_TRUE(same_bits(buffers[0][k], serial)) << "collective " << k;
+    for (int r = 1; r < n; ++r) EXPECT_TRUE(same_bits(buffers[r][k], buffers[0][k]));
+  }
+}
+
+TEST(RingAllReduce, AGroupOfOneIsANoOp) {
+  Comms comms = connect_local(2);
+  std::vector<float> data{1.5f, -2.f};
+  comms[1]->all_reduce(data.data(), data.size(), DType::kF32, {1});
+  EXPECT_EQ(data, (std::vector<float>{1.5f, -2.f}));
+}
+
+TEST(RingAllReduce, RejectsBadGroupsAndDtypesNamingThem) {
+  Comms comms = connect_local(3);
+  std::vector<float> data(4);
+  const auto error = [&](const std::vector<int>& group, DType dtype = DType::kF32) -> std::string {
+    try {
+      comms[0]->all_reduce(data.data(), data.size(), dtype, group);
+    } catch (const TransportError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_TRUE(Contains(error({0, 3}), "all-reduce group [0, 3]: rank 3 out of range [0, 3)"));
+  EXPECT_TRUE(Contains(error({0, 1, 0}), "all-reduce group [0, 1, 0]: rank 0 listed twice"));
+  EXPECT_TRUE(Contains(error({1, 2}), "all-reduce group [1, 2]: does not include this rank (0)"));
+  EXPECT_TRUE(Contains(error({0, 1}, DType::kBF16), "dtype bf16 is not supported by the TCP ring"));
+}
+
+TEST(RingAllReduce, AMemberThatLeavesFailsTheOthersNamingAPeer) {
+  const int n = 3;
+  Comms comms = connect_local(n, [](TcpOptions& o) { o.io_timeout = 500ms; });
+  std::vector<std::string> errors(n);
+  on_every_rank(n, [&](int r) {
+    if (r == 2) {
+      comms[2]->close();  // leaves instead of taking part
+      return;
+    }
+    std::vector<float> data(10000, 1.f);
+    try {
+      comms[r]->all_reduce(data.data(), data.size(), DType::kF32, iota_group(n));
+    } catch (const TransportError& e) {
+      errors[r] = e.what();
+    }
+  });
+  // Rank 0 waits on rank 2 (its left neighbour), which closed; rank 1 then waits on rank 0.
+  EXPECT_TRUE(Contains(errors[0], "all-reduce: rank 2 (127.0.0.1:")) << errors[0];
+  EXPECT_TRUE(Contains(errors[0], "test rank 2): connection closed")) << errors[0];
+  EXPECT_TRUE(Contains(errors[1], "all-reduce: rank ")) << errors[1];
+}
+
+TEST(RingAllReduce, GroupIdsDifferForDifferentRings) {
+  EXPECT_EQ(ring_group_id({0, 1, 2}), ring_group_id({0, 1, 2}));
+  EXPECT_NE(ring_group_id({0, 1, 2}), ring_group_id({0, 2, 1}));
+  EXPECT_NE(ring_group_id({0, 1}), ring_group_id({0, 1, 2}));
+}
+
+}  // namespace
+}  // namespace tessel::transport
