@@ -28,12 +28,12 @@ struct UserInfo {
 // What the authorizer is asked, in the shape of Kubernetes' SubjectAccessReview attributes.
 struct RequestAttributes {
   UserInfo user;
-  std::string verb;  // get list watch create update patch delete deletecollection
-  std::string api_group;  // "" for core
-  std::string resource;   // plural: "pods"
-  std::string subresource;  // "status", or ""
-  std::string namespace_;   // "" for cluster-scoped resources and all-namespaces requests
-  std::string name;         // "" for collections
+  std::string verb;              // get list watch create update patch delete deletecollection
+  std::string api_group;         // "" for core
+  std::string resource;          // plural: "pods"
+  std::string subresource;       // "status", or ""
+  std::string namespace_;        // "" for cluster-scoped resources and all-namespaces requests
+  std::string name;              // "" for collections
   bool resource_request = true;  // false for /api, /apis, /version, /openapi/...
   std::string path;              // the request path, without the query
 };
@@ -66,6 +66,9 @@ struct ApiTestServerOptions {
   std::string crd_directory;
   // The version /version reports. kubectl's dispatcher picks its kubectl from it, see the spec.
   std::string git_version = "v1.26.4";
+  // How long a list asking for a resourceVersion the server has not reached waits for it
+  // before answering 504 Timeout (kube-apiserver waits 3 s).
+  std::chrono::milliseconds future_resource_version_wait{3000};
 };
 
 class ApiTestServer {
@@ -91,8 +94,7 @@ class ApiTestServer {
 
   // Writes a kubeconfig for this server (CA data embedded) with one context, "test", using
   // the given bearer token, and returns its path (which the caller owns).
-  std::string write_kubeconfig(const std::string& path,
-                               const std::string& token = "admin-token",
+  std::string write_kubeconfig(const std::string& path, const std::string& token = "admin-token",
                                const std::string& default_namespace = "default") const;
 
   void set_authorizer(Authorizer authorizer);

@@ -1,0 +1,113 @@
+#include "tests/support/api_auth.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace tessel::testing {
+namespace {
+
+constexpr const char* kAnonymous = "system:anonymous";
+
+UserInfo with_group(UserInfo user, const std::string& group) {
+  if (std::find(user.groups.begin(), user.groups.end(), group) == user.groups.end()) {
+    user.groups.push_back(group);
+  }
+  return user;
+}
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+bool is_public_info_path(const std::string& path) {
+  for (const std::string prefix : {"/healthz", "/livez", "/readyz"}) {
+    if (path == prefix || path.rfind(prefix + "/", 0) == 0) return true;
+  }
+  return path == "/version" || path == "/version/";
+}
+
+}  // namespace
+
+Authenticator::Authenticator(const std::vector<ApiTestServerOptions::Token>& tokens) {
+  for (const auto& token : tokens) tokens_[token.token] = token.user;
+}
+
+void Authenticator::add_token(const std::string& token, const UserInfo& user) {
+  std::lock_guard lock(mutex_);
+  tokens_[token] = user;
+}
+
+std::optional<UserInfo> Authenticator::authenticate(const HttpServerRequest& request) const {
+  if (!request.client_cn.empty()) {
+    return with_group({request.client_cn, request.client_organizations}, "system:authenticated");
+  }
+  const std::string header = request.headers.get("Authorization").value_or("");
+  const std::size_t space = header.find(' ');
+  if (space != std::string::npos && lower(header.substr(0, space)) == "bearer") {
+    std::string token = header.substr(space + 1);
+    token.erase(0, token.find_first_not_of(' '));
+    std::lock_guard lock(mutex_);
+    const auto found = tokens_.find(token);
+    if (found == tokens_.end()) return std::nullopt;
+    return with_group(found->second, "system:authenticated");
+  }
+  return UserInfo{kAnonymous, {"system:unauthenticated"}};
+}
+
+RequestAttributes request_attributes(const HttpServerRequest& request, const ApiPath& path,
+                                     const UserInfo& user, bool watch) {
+  RequestAttributes attributes;
+  attributes.user = user;
+  attributes.path = request.path;
+  attributes.resource_request = path.type == ApiPath::Type::kResource;
+  if (!attributes.resource_request) {
+    attributes.verb = lower(request.method);
+    return attributes;
+  }
+  attributes.api_group = path.group;
+  attributes.resource = path.resource;
+  attributes.subresource = path.subresource;
+  attributes.namespace_ = path.namespace_;
+  attributes.name = path.name;
+  // A namespace object is named by its own path but lives in no namespace.
+  if (path.group.empty() && path.resource == "namespaces") attributes.namespace_ = path.name;
+  const std::string& method = request.method;
+  if (method == "GET" || method == "HEAD") {
+    attributes.verb = watch ? "watch" : path.name.empty() ? "list" : "get";
+  } else if (method == "POST") {
+    attributes.verb = "create";
+  } else if (method == "PUT") {
+    attributes.verb = "update";
+  } else if (method == "PATCH") {
+    attributes.verb = "patch";
+  } else if (method == "DELETE") {
+    attributes.verb = path.name.empty() ? "deletecollection" : "delete";
+  } else {
+    attributes.verb = lower(method);
+  }
+  return attributes;
+}
+
+bool default_authorizer(const RequestAttributes& attributes) {
+  if (attributes.user.name != kAnonymous) return true;
+  return !attributes.resource_request && attributes.verb == "get" &&
+         is_public_info_path(attributes.path);
+}
+
+ApiError forbidden_request(const RequestAttributes& attributes) {
+  const std::string user = "User \"" + attributes.user.name + "\" cannot " + attributes.verb;
+  if (!attributes.resource_request) {
+    return forbidden({}, "", user + " path \"" + attributes.path + "\"");
+  }
+  std::string resource = attributes.resource;
+  if (!attributes.subresource.empty()) resource += "/" + attributes.subresource;
+  std::string reason =
+      user + " resource \"" + resource + "\" in API group \"" + attributes.api_group + "\"";
+  reason += attributes.namespace_.empty() ? " at the cluster scope"
+                                          : " in the namespace \"" + attributes.namespace_ + "\"";
+  return forbidden({attributes.api_group, attributes.resource}, attributes.name, reason);
+}
+
+}  // namespace tessel::testing

@@ -1,0 +1,46 @@
+// The controllers a kube-apiserver needs beside it for deletion to finish, as
+// kube-controller-manager and the apiextensions server run them: the garbage collector
+// (dependents of deleted owners by ownerReferences, foreground deletion waiting for blocking
+// dependents, orphaning), the namespace controller (empties a terminating namespace, then
+// finalizes it), the CRD finalizer (deletes a CRD's custom resources before the CRD) and the
+// node TTL controller (annotates every Node with node.alpha.kubernetes.io/ttl).
+// They run on a thread of their own after every change, asynchronously as on a real cluster.
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "tests/support/api_resources.h"
+#include "tests/support/api_store.h"
+#include "tests/support/api_verbs.h"
+
+namespace tessel::testing {
+
+class GarbageCollector {
+ public:
+  GarbageCollector(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs);
+  ~GarbageCollector();  // stops the thread
+  GarbageCollector(const GarbageCollector&) = delete;
+  GarbageCollector& operator=(const GarbageCollector&) = delete;
+
+  // Something changed: run a pass soon.
+  void notify();
+  // One pass over every object; returns whether it changed anything. (The thread calls it;
+  // tests may too.)
+  bool run_once();
+
+ private:
+  void loop();
+
+  ObjectStore& store_;
+  ServedResources& resources_;
+  ApiVerbs& verbs_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool dirty_ = true;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tessel::testing

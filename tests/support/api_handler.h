@@ -1,0 +1,54 @@
+// The request handling of the Kubernetes API test server, as a function from request to
+// response (no sockets): authentication and authorization, then discovery, OpenAPI, /version,
+// health checks, or the verbs on resources; every failure as the Status (or plain-text 404)
+// kube-apiserver answers.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "tests/support/api_auth.h"
+#include "tests/support/api_resources.h"
+#include "tests/support/api_store.h"
+#include "tests/support/api_test_server.h"
+#include "tests/support/api_verbs.h"
+#include "tests/support/api_watch.h"
+#include "tests/support/http_server.h"
+
+namespace tessel::testing {
+
+class ApiHandler {
+ public:
+  ApiHandler(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs,
+             Authenticator& authenticator, std::string git_version, WatchSettings watch_settings);
+
+  HttpServerResponse handle(const HttpServerRequest& request) const;
+
+  void set_authorizer(Authorizer authorizer);
+  // Whether the request opens a watch (fault injection may spare watches).
+  static bool is_watch(const HttpServerRequest& request);
+
+ private:
+  HttpServerResponse handle_non_resource(const HttpServerRequest& request,
+                                         const ApiPath& path) const;
+  HttpServerResponse handle_resource(const HttpServerRequest& request, const ApiPath& path) const;
+  HttpServerResponse read(const HttpServerRequest& request, const ObjectRef& ref,
+                          const RequestOptions& options) const;
+  Authorizer authorizer() const;
+
+  ObjectStore& store_;
+  ServedResources& resources_;
+  ApiVerbs& verbs_;
+  Authenticator& authenticator_;
+  std::string git_version_;
+  WatchSettings watch_settings_;
+  mutable std::mutex authorizer_mutex_;
+  Authorizer authorizer_;
+};
+
+// An HTTP response carrying `body` as JSON, with one Warning header per warning.
+HttpServerResponse json_response(int status, const nlohmann::json& body,
+                                 const std::vector<std::string>& warnings = {});
+HttpServerResponse error_response(const ApiError& error);
+
+}  // namespace tessel::testing
