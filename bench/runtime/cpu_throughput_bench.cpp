@@ -69,9 +69,9 @@ int main(int argc, char** argv) {
   int64_t parameters = 0;
   for (const auto& chunk : runtime.chunks()) parameters += chunk->model.layout().total();
   // Forward plus backward (2 x forward: the runtime keeps activations, no recomputation).
-  const double flops_per_step = o.micro_batches * (1.0 + workload.backward_flops_factor()) *
-                                (config.layers * workload.forward_flops_per_layer() +
-                                 workload.forward_flops_head());
+  const double flops_per_step =
+      o.micro_batches * (1.0 + workload.backward_flops_factor()) *
+      (config.layers * workload.forward_flops_per_layer() + workload.forward_flops_head());
   std::printf("cpu_throughput_bench: GPT-2 124M shapes (L=%d C=%d NH=%d V=%d), %.1fM parameters\n",
               config.layers, config.channels, config.heads, config.vocab, parameters / 1e6);
   std::printf("  batch %d x %d tokens x %d micro-batches, 1 process, %d threads, fp32, AdamW\n",

@@ -1,0 +1,197 @@
+#include "noderuntime/stage/gpt_chunk.h"
+
+#include <stdexcept>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/encoder.h"
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/cpu/residual.h"
+#include "kernels/cpu/softmax_cross_entropy.h"
+#include "kernels/cpu/vector_ops.h"
+
+namespace tessel::stage {
+
+namespace k = kernels::cpu;
+
+GptChunk::GptChunk(const GptConfig& config, const ChunkSpec& spec, int batch)
+    : config_(config),
+      layout_(config, spec),
+      B_(batch),
+      T_(config.seq_len),
+      C_(config.channels),
+      NH_(config.heads),
+      F_(config.ffn),
+      V_(config.vocab) {
+  if (batch < 1) throw ConfigError("micro_batch: must be >= 1, got " + std::to_string(batch));
+  if (spec.num_layers < 1) {
+    throw ConfigError("virtual stage " + std::to_string(spec.virtual_stage) + " has no layers");
+  }
+  for (int i = 0; i < spec.num_layers; ++i) {
+    const std::string h = "h." + std::to_string(spec.first_layer + i) + ".";
+    auto at = [&](const char* name) { return layout_.offset(h + name); };
+    blocks_.push_back({at("ln_1.weight"), at("ln_1.bias"), at("attn.qkv.weight"),
+                       at("attn.qkv.bias"), at("attn.proj.weight"), at("attn.proj.bias"),
+                       at("ln_2.weight"), at("ln_2.bias"), at("mlp.fc.weight"), at("mlp.fc.bias"),
+                       at("mlp.proj.weight"), at("mlp.proj.bias")});
+  }
+  const int64_t BT = int64_t{B_} * T_, BTC = BT * C_, BTF = BT * F_;
+  int64_t at = 0;
+  auto take = [&](int64_t floats) {
+    const int64_t start = at;
+    at += floats;
+    return start;
+  };
+  stash_.ln1 = take(BTC);
+  stash_.ln1_mean = take(BT);
+  stash_.ln1_rstd = take(BT);
+  stash_.qkv = take(3 * BTC);
+  stash_.atty = take(BTC);
+  stash_.att = take(int64_t{B_} * NH_ * T_ * T_);
+  stash_.residual2 = take(BTC);
+  stash_.ln2 = take(BTC);
+  stash_.ln2_mean = take(BT);
+  stash_.ln2_rstd = take(BT);
+  stash_.fch = take(BTF);
+  stash_.fch_gelu = take(BTF);
+  stash_.residual3 = take(BTC);
+  stash_.total = at;
+
+  params_.assign(layout_.total(), 0.0f);
+  grads_.assign(layout_.total(), 0.0f);
+  tmp_.resize(BTC);
+  dln_.resize(BTC);
+  datty_.resize(BTC);
+  dqkv_.resize(3 * BTC);
+  dfch_.resize(BTF);
+  dfch_gelu_.resize(BTF);
+  if (spec.head) {
+    lnf_.resize(BTC);
+    lnf_mean_.resize(BT);
+    lnf_rstd_.resize(BT);
+    logits_.resize(BT * V_);
+    dlnf_.resize(BTC);
+    losses_.resize(BT);
+  }
+}
+
+ChunkActivations GptChunk::new_activations() const {
+  ChunkActivations act;
+  act.input.resize(activation_floats());
+  act.grad.resize(activation_floats());
+  act.blocks.resize(stash_.total * spec().num_layers);
+  return act;
+}
+
+const float* GptChunk::output(const ChunkActivations& act) const {
+  return act.blocks.data() + (spec().num_layers - 1) * stash_.total + stash_.residual3;
+}
+
+float* GptChunk::output(ChunkActivations& act) {
+  return act.blocks.data() + (spec().num_layers - 1) * stash_.total + stash_.residual3;
+}
+
+double GptChunk::forward(ChunkActivations& act, const int* tokens, const int* targets,
+                         float dloss) {
+  const float* p = params_.data();
+  if (spec().embedding) {
+    if (tokens == nullptr) throw std::invalid_argument("GptChunk::forward: tokens is null");
+    k::encoder_forward(act.input.data(), tokens, p + layout_.offset("wte.weight"),
+                       p + layout_.offset("wpe.weight"), B_, T_, C_, V_);
+  }
+  const int64_t N = activation_floats();
+  const float* residual = act.input.data();
+  for (int i = 0; i < spec().num_layers; ++i) {
+    const BlockOffsets& w = blocks_[i];
+    float* s = stash(act, i);
+    k::layernorm_forward(s + stash_.ln1, s + stash_.ln1_mean, s + stash_.ln1_rstd, residual,
+                         p + w.ln1w, p + w.ln1b, B_, T_, C_);
+    k::matmul_forward(s + stash_.qkv, s + stash_.ln1, p + w.qkvw, p + w.qkvb, B_, T_, C_, 3 * C_);
+    k::attention_forward(s + stash_.atty, s + stash_.att, s + stash_.qkv, B_, T_, C_, NH_);
+    k::matmul_forward(tmp_.data(), s + stash_.atty, p + w.attprojw, p + w.attprojb, B_, T_, C_, C_);
+    k::residual_forward(s + stash_.residual2, residual, tmp_.data(), N);
+    k::layernorm_forward(s + stash_.ln2, s + stash_.ln2_mean, s + stash_.ln2_rstd,
+                         s + stash_.residual2, p + w.ln2w, p + w.ln2b, B_, T_, C_);
+    k::matmul_forward(s + stash_.fch, s + stash_.ln2, p + w.fcw, p + w.fcb, B_, T_, C_, F_);
+    k::gelu_forward(s + stash_.fch_gelu, s + stash_.fch, int64_t{B_} * T_ * F_);
+    k::matmul_forward(tmp_.data(), s + stash_.fch_gelu, p + w.fcprojw, p + w.fcprojb, B_, T_, F_,
+                      C_);
+    k::residual_forward(s + stash_.residual3, s + stash_.residual2, tmp_.data(), N);
+    residual = s + stash_.residual3;
+  }
+  if (!spec().head) return 0.0;
+  if (targets == nullptr) throw std::invalid_argument("GptChunk::forward: targets is null");
+  return forward_head(act, residual, targets, dloss);
+}
+
+double GptChunk::forward_head(ChunkActivations& act, const float* x, const int* targets,
+                              float dloss) {
+  const float* p = params_.data();
+  float* g = grads_.data();
+  const std::string head = spec().head_copy() ? "lm_head.weight" : "wte.weight";
+  const int64_t head_offset = layout_.offset(head);
+  const int64_t lnfw = layout_.offset("ln_f.weight"), lnfb = layout_.offset("ln_f.bias");
+  k::layernorm_forward(lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), x, p + lnfw, p + lnfb, B_,
+                       T_, C_);
+  k::matmul_forward(logits_.data(), lnf_.data(), p + head_offset, nullptr, B_, T_, C_, V_);
+  // In place: the logits become their gradient.
+  k::softmax_cross_entropy(losses_.data(), logits_.data(), logits_.data(), targets, dloss, B_, T_,
+                           V_, k::IgnoreTarget::kNone);
+  double loss_sum = 0;
+  for (float l : losses_) loss_sum += l;
+  k::zero(dlnf_.data(), activation_floats());
+  k::matmul_backward(dlnf_.data(), g + head_offset, nullptr, logits_.data(), lnf_.data(),
+                     p + head_offset, B_, T_, C_, V_);
+  k::zero(act.grad.data(), activation_floats());
+  k::layernorm_backward(act.grad.data(), g + lnfw, g + lnfb, dlnf_.data(), x, p + lnfw,
+                        lnf_mean_.data(), lnf_rstd_.data(), B_, T_, C_);
+  return loss_sum;
+}
+
+// act.grad flows down the residual stream in place: it enters a block as the gradient of the
+// block's output and leaves as the gradient of its input (the residual adds are identities, so
+// each branch's input gradient is accumulated into it).
+void GptChunk::backward(ChunkActivations& act, const int* tokens,
+                        const std::function<void(int)>& on_block_done) {
+  const float* p = params_.data();
+  float* g = grads_.data();
+  float* dres = act.grad.data();
+  const int64_t BTC = activation_floats(), BTF = int64_t{B_} * T_ * F_;
+  for (int i = spec().num_layers - 1; i >= 0; --i) {
+    const BlockOffsets& w = blocks_[i];
+    float* s = stash(act, i);
+    const float* residual = i == 0 ? act.input.data() : stash(act, i - 1) + stash_.residual3;
+    // MLP branch: residual3 = residual2 + proj(gelu(fc(ln2(residual2)))).
+    k::zero(dfch_gelu_.data(), BTF);
+    k::matmul_backward(dfch_gelu_.data(), g + w.fcprojw, g + w.fcprojb, dres, s + stash_.fch_gelu,
+                       p + w.fcprojw, B_, T_, F_, C_);
+    k::zero(dfch_.data(), BTF);
+    k::gelu_backward(dfch_.data(), s + stash_.fch, dfch_gelu_.data(), BTF);
+    k::zero(dln_.data(), BTC);
+    k::matmul_backward(dln_.data(), g + w.fcw, g + w.fcb, dfch_.data(), s + stash_.ln2, p + w.fcw,
+                       B_, T_, C_, F_);
+    k::layernorm_backward(dres, g + w.ln2w, g + w.ln2b, dln_.data(), s + stash_.residual2,
+                          p + w.ln2w, s + stash_.ln2_mean, s + stash_.ln2_rstd, B_, T_, C_);
+    // Attention branch: residual2 = residual + proj(attention(qkv(ln1(residual)))).
+    k::zero(datty_.data(), BTC);
+    k::matmul_backward(datty_.data(), g + w.attprojw, g + w.attprojb, dres, s + stash_.atty,
+                       p + w.attprojw, B_, T_, C_, C_);
+    k::zero(dqkv_.data(), 3 * BTC);
+    k::attention_backward(dqkv_.data(), datty_.data(), s + stash_.qkv, s + stash_.att, B_, T_, C_,
+                          NH_);
+    k::zero(dln_.data(), BTC);
+    k::matmul_backward(dln_.data(), g + w.qkvw, g + w.qkvb, dqkv_.data(), s + stash_.ln1,
+                       p + w.qkvw, B_, T_, C_, 3 * C_);
+    k::layernorm_backward(dres, g + w.ln1w, g + w.ln1b, dln_.data(), residual, p + w.ln1w,
+                          s + stash_.ln1_mean, s + stash_.ln1_rstd, B_, T_, C_);
+    if (on_block_done) on_block_done(i);
+  }
+  if (spec().embedding) {
+    if (tokens == nullptr) throw std::invalid_argument("GptChunk::backward: tokens is null");
+    k::encoder_backward(g + layout_.offset("wte.weight"), g + layout_.offset("wpe.weight"), dres,
+                        tokens, B_, T_, C_, V_);
+  }
+}
+
+}  // namespace tessel::stage

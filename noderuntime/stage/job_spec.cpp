@@ -1,0 +1,380 @@
+#include "noderuntime/stage/job_spec.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "noderuntime/stage/parameter_layout.h"
+#include "placement/schedule.h"
+#include "placement/topology.h"
+
+namespace tessel::stage {
+namespace {
+
+using nlohmann::json;
+
+// One JSON object of the job file: typed reads whose errors name the field's full path.
+class Section {
+ public:
+  Section(const json& value, std::string path, const std::string& source)
+      : value_(value), path_(std::move(path)), source_(source) {
+    if (!value_.is_object()) fail(path_.empty() ? "(document)" : path_, "must be an object");
+  }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+    throw ConfigError(source_ + ": " + field + ": " + why);
+  }
+  std::string field(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  void allow(const std::set<std::string>& keys) const {
+    for (const auto& [key, v] : value_.items()) {
+      if (!keys.count(key)) fail(field(key), "unknown field");
+    }
+  }
+  bool has(const std::string& key) const { return value_.contains(key); }
+  const json& at(const std::string& key) const {
+    if (!has(key)) fail(field(key), "missing");
+    return value_.at(key);
+  }
+  Section section(const std::string& key) const { return Section(at(key), field(key), source_); }
+
+  int64_t integer(const std::string& key, int64_t fallback, int64_t min, int64_t max) const {
+    if (!has(key)) return fallback;
+    return required_integer(key, min, max);
+  }
+  int64_t required_integer(const std::string& key, int64_t min, int64_t max) const {
+    const json& v = at(key);
+    if (!v.is_number_integer()) fail(field(key), "expected an integer, got " + v.dump());
+    const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)
+                          ? INT64_MAX
+                          : v.get<int64_t>();
+    if (x < min || x > max) {
+      fail(field(key), "must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                           "], got " + std::to_string(x));
+    }
+    return x;
+  }
+  uint64_t unsigned_integer(const std::string& key, uint64_t fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = at(key);
+    if (!v.is_number_unsigned())
+      fail(field(key), "expected a non-negative integer, got " + v.dump());
+    return v.get<uint64_t>();
+  }
+  double number(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = at(key);
+    if (!v.is_number() || !std::isfinite(v.get<double>())) {
+      fail(field(key), "expected a finite number, got " + v.dump());
+    }
+    return v.get<double>();
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    if (!has(key)) return fallback;
+    const json& v = at(key);
+    if (!v.is_boolean()) fail(field(key), "expected true or false, got " + v.dump());
+    return v.get<bool>();
+  }
+  std::string string(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    return required_string(key);
+  }
+  std::string required_string(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_string()) fail(field(key), "expected a string, got " + v.dump());
+    return v.get<std::string>();
+  }
+
+ private:
+  const json& value_;
+  std::string path_;
+  const std::string& source_;
+};
+
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+void parse_workload(const Section& root, const std::string& source, JobSpec& job) {
+  try {
+    job.workload =
+        placement::parse_workload_yaml(root.at("workload").dump(), source + ": workload");
+  } catch (const placement::WorkloadError& e) {
+    throw ConfigError(e.what());
+  }
+  if (job.workload.precision != placement::Precision::FP32) {
+    root.fail("workload.model.precision",
+              std::string("the CPU stage runtime trains in fp32, got ") +
+                  placement::to_string(job.workload.precision));
+  }
+  try {
+    job.model = gpt_config_from_workload(job.workload);
+  } catch (const ConfigError& e) {
+    root.fail("workload", e.what());
+  }
+}
+
+void parse_training(const Section& root, JobSpec& job) {
+  const Section t = root.section("training");
+  t.allow({"steps", "learning_rate", "weight_decay", "beta1", "beta2", "eps", "grad_clip", "seed",
+           "threads"});
+  job.steps = static_cast<int>(t.required_integer("steps", 1, kIntMax));
+  TrainingOptions& o = job.training;
+  o.adamw.learning_rate = static_cast<float>(t.number("learning_rate", 3e-4));
+  o.adamw.weight_decay = static_cast<float>(t.number("weight_decay", 0.1));
+  o.adamw.beta1 = static_cast<float>(t.number("beta1", 0.9));
+  o.adamw.beta2 = static_cast<float>(t.number("beta2", 0.95));
+  o.adamw.eps = static_cast<float>(t.number("eps", 1e-8));
+  o.grad_clip = static_cast<float>(t.number("grad_clip", 1.0));
+  o.seed = t.unsigned_integer("seed", 1337);
+  job.threads = static_cast<int>(t.integer("threads", 1, 1, 256));
+}
+
+void parse_data(const Section& root, JobSpec& job) {
+  const Section d = root.section("data");
+  const std::string kind = d.required_string("kind");
+  if (kind == "synthetic") {
+    d.allow({"kind", "seed", "bytes"});
+    job.data.kind = DataSpec::Kind::kSynthetic;
+    job.data.seed = d.unsigned_integer("seed", 1);
+    job.data.bytes = d.integer("bytes", 1 << 20, 2, int64_t{1} << 40);
+  } else if (kind == "text") {
+    d.allow({"kind", "path"});
+    job.data.kind = DataSpec::Kind::kText;
+    job.data.path = d.required_string("path");
+  } else {
+    d.fail("data.kind", "must be \"synthetic\" or \"text\", got \"" + kind + "\"");
+  }
+}
+
+void parse_schedule(const Section& root, JobSpec& job) {
+  const Section s = root.section("schedule");
+  s.allow({"kind", "chunks", "microbatch_group", "overlap"});
+  try {
+    job.training.schedule = placement::parse_schedule_kind(s.required_string("kind"));
+  } catch (const std::invalid_argument& e) {
+    s.fail("schedule.kind", e.what());
+  }
+  job.layout.chunks = static_cast<int>(s.integer("chunks", 1, 1, kIntMax));
+  job.training.microbatch_group = static_cast<int>(s.integer("microbatch_group", 0, 0, kIntMax));
+  job.training.overlap = s.boolean("overlap", true);
+}
+
+void parse_pipeline(const Section& root, JobSpec& job) {
+  const Section p = root.section("pipeline");
+  p.allow({"stages", "replicas", "layer_split"});
+  job.layout.stages = static_cast<int>(p.required_integer("stages", 1, kIntMax));
+  job.layout.replicas = static_cast<int>(p.required_integer("replicas", 1, kIntMax));
+  if (p.has("layer_split")) {
+    const json& split = p.at("layer_split");
+    if (!split.is_array()) p.fail("pipeline.layer_split", "expected an array of integers");
+    for (const json& n : split) {
+      if (!n.is_number_integer()) p.fail("pipeline.layer_split", "has a non-integer " + n.dump());
+      job.layout.layer_split.push_back(n.get<int>());
+    }
+  } else {
+    try {
+      job.layout.layer_split =
+          even_layer_split(job.model.layers, job.layout.stages * job.layout.chunks);
+    } catch (const ConfigError& e) {
+      p.fail("pipeline", e.what());
+    }
+  }
+  try {
+    job.training.micro_batch = job.workload.micro_batch;
+    job.training.micro_batches = job.workload.micro_batches_per_replica(job.layout.replicas);
+  } catch (const placement::WorkloadError& e) {
+    p.fail("workload.training", e.what());
+  }
+}
+
+void parse_ranks(const Section& root, const std::string& source, JobSpec& job) {
+  const json& ranks = root.at("ranks");
+  if (!ranks.is_array()) root.fail("ranks", "expected an array of {stage, replica, host, port}");
+  PipelineLayout& layout = job.layout;
+  if (static_cast<int>(ranks.size()) != layout.world_size()) {
+    root.fail("ranks", "has " + std::to_string(ranks.size()) + " entries, stages x replicas is " +
+                           std::to_string(layout.world_size()));
+  }
+  layout.rank_of_tasklet.assign(layout.world_size(), -1);
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    const std::string path = "ranks[" + std::to_string(rank) + "]";
+    const Section r(ranks[rank], path, source);
+    r.allow({"stage", "replica", "host", "port"});
+    const int stage = static_cast<int>(r.required_integer("stage", 0, layout.stages - 1));
+    const int replica = static_cast<int>(r.required_integer("replica", 0, layout.replicas - 1));
+    int& slot = layout.rank_of_tasklet[stage * layout.replicas + replica];
+    if (slot >= 0) {
+      r.fail(path, "stage " + std::to_string(stage) + " replica " + std::to_string(replica) +
+                       " is already rank " + std::to_string(slot));
+    }
+    slot = rank;
+    const std::string host = r.required_string("host");
+    if (host.empty()) r.fail(r.field("host"), "must not be empty");
+    const auto port = static_cast<uint16_t>(r.required_integer("port", 1, 65535));
+    job.addresses.push_back(
+        {host, port, "stage " + std::to_string(stage) + " replica " + std::to_string(replica)});
+  }
+}
+
+transport::LinkShape parse_shape(const Section& s) {
+  const double gbps = s.number("gbps", 0);
+  const double latency_ms = s.number("latency_ms", 0);
+  if (gbps < 0) s.fail(s.field("gbps"), "must be >= 0 (0: unlimited)");
+  if (latency_ms < 0) s.fail(s.field("latency_ms"), "must be >= 0");
+  return {gbps * 1e9 / 8, latency_ms / 1e3};
+}
+
+// Every link shaped like the topology's link between the devices the two ranks run on.
+transport::LinkEmulator links_from_topology(const Section& l, int ranks) {
+  const std::string path = l.required_string("topology");
+  const json& devices = l.at("devices");
+  if (!devices.is_array() || static_cast<int>(devices.size()) != ranks) {
+    l.fail("links.devices",
+           "expected an array of " + std::to_string(ranks) + " device indices (one per rank)");
+  }
+  std::vector<int> device_of_rank;
+  for (const json& d : devices) {
+    if (!d.is_number_integer()) l.fail("links.devices", "has a non-integer " + d.dump());
+    device_of_rank.push_back(d.get<int>());
+  }
+  try {
+    return transport::LinkEmulator::from_topology(placement::load_topology_file(path),
+                                                  device_of_rank);
+  } catch (const std::exception& e) {
+    l.fail("links.topology", e.what());
+  }
+}
+
+void parse_links(const Section& root, const std::string& source, JobSpec& job) {
+  if (!root.has("links")) return;
+  const Section l = root.section("links");
+  l.allow({"topology", "devices", "default", "pairs"});
+  const int n = job.layout.world_size();
+  transport::LinkEmulator links(n);
+  if (l.has("topology") || l.has("devices")) {
+    if (l.has("default")) l.fail("links.default", "cannot be combined with links.topology");
+    links = links_from_topology(l, n);
+  }
+  if (l.has("default")) {
+    const Section d = l.section("default");
+    d.allow({"gbps", "latency_ms"});
+    const transport::LinkShape shape = parse_shape(d);
+    links = transport::LinkEmulator::uniform(n, shape);
+  }
+  if (l.has("pairs")) {
+    const json& pairs = l.at("pairs");
+    if (!pairs.is_array()) l.fail("links.pairs", "expected an array of {a, b, gbps, latency_ms}");
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const Section p(pairs[i], "links.pairs[" + std::to_string(i) + "]", source);
+      p.allow({"a", "b", "gbps", "latency_ms"});
+      const int a = static_cast<int>(p.required_integer("a", 0, n - 1));
+      const int b = static_cast<int>(p.required_integer("b", 0, n - 1));
+      if (a == b) p.fail(p.field("b"), "a link joins two different ranks");
+      const transport::LinkShape shape = parse_shape(p);
+      links.set(a, b, shape);
+      links.set(b, a, shape);
+    }
+  }
+  job.links = links;
+}
+
+void parse_timeouts(const Section& root, JobSpec& job) {
+  if (!root.has("timeouts")) return;
+  const Section t = root.section("timeouts");
+  t.allow({"connect_s", "io_s"});
+  auto duration = [&](const char* key, std::chrono::milliseconds fallback) {
+    const double seconds = t.number(key, fallback.count() / 1e3);
+    if (seconds <= 0) t.fail(t.field(key), "must be > 0");
+    return std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1e3)));
+  };
+  job.connect_timeout = duration("connect_s", job.connect_timeout);
+  job.io_timeout = duration("io_s", job.io_timeout);
+}
+
+void parse_checkpoint(const Section& root, JobSpec& job) {
+  if (!root.has("checkpoint")) return;
+  const Section c = root.section("checkpoint");
+  c.allow({"dir", "interval", "resume"});
+  job.checkpoint.dir = c.required_string("dir");
+  if (job.checkpoint.dir.empty()) c.fail("checkpoint.dir", "must not be empty");
+  job.checkpoint.interval = static_cast<int>(c.integer("interval", 0, 0, kIntMax));
+  job.checkpoint.resume = c.boolean("resume", false);
+}
+
+void parse_trace(const Section& root, JobSpec& job) {
+  if (!root.has("trace")) return;
+  const Section t = root.section("trace");
+  t.allow({"path"});
+  job.trace_path = t.required_string("path");
+  if (job.trace_path.empty()) t.fail("trace.path", "must not be empty");
+}
+
+}  // namespace
+
+JobSpec parse_job_spec(const std::string& text, const std::string& source) {
+  json document;
+  try {
+    document = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(source + ": not valid JSON: " + e.what());
+  }
+  const Section root(document, "", source);
+  root.allow({"format_version", "job_id", "workload", "training", "data", "schedule", "pipeline",
+              "ranks", "links", "timeouts", "checkpoint", "trace"});
+  const int64_t version = root.integer("format_version", 1, 0, kIntMax);
+  if (version != 1) root.fail("format_version", "unsupported version " + std::to_string(version));
+  JobSpec job;
+  job.job_id = root.unsigned_integer("job_id", 1);
+  parse_workload(root, source, job);
+  parse_training(root, job);
+  parse_data(root, job);
+  parse_schedule(root, job);
+  parse_pipeline(root, job);
+  parse_ranks(root, source, job);
+  parse_links(root, source, job);
+  parse_timeouts(root, job);
+  parse_checkpoint(root, job);
+  parse_trace(root, job);
+  try {
+    job.training.validate();
+    job.layout.validate(job.model);
+  } catch (const ConfigError& e) {
+    throw ConfigError(source + ": " + e.what());
+  }
+  try {
+    placement::validate_schedule_spec({job.training.schedule, job.layout.stages,
+                                       job.training.micro_batches, job.layout.chunks,
+                                       job.training.microbatch_group});
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(source + ": schedule: " + e.what());
+  }
+  return job;
+}
+
+JobSpec load_job_spec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open the job file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_job_spec(text.str(), path);
+}
+
+std::string trace_path_for(const JobSpec& job, int rank) {
+  std::string path = job.trace_path;
+  const std::string placeholder = "{rank}";
+  for (size_t at = path.find(placeholder); at != std::string::npos; at = path.find(placeholder)) {
+    path.replace(at, placeholder.size(), std::to_string(rank));
+  }
+  return path;
+}
+
+TokenCorpus load_corpus(const DataSpec& data, int vocab) {
+  if (data.kind == DataSpec::Kind::kText) return TokenCorpus::from_file(data.path, vocab);
+  return TokenCorpus::synthetic(data.seed, data.bytes, vocab);
+}
+
+}  // namespace tessel::stage

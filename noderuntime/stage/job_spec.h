@@ -1,0 +1,104 @@
+// job.json: everything one tessel-stage process needs, the same file for every rank of a job
+// (each process is told its rank on the command line). Written by the launcher (`tessel
+// local`) from a placement, or by hand. Every field is checked; an error names the file and
+// the field, e.g. "job.json: pipeline.layer_split: has 3 entries, stages x chunks is 4".
+//
+// {
+//   "format_version": 1,
+//   "job_id": 7,                  optional (default 1): the transport rejects peers of another job
+//   "workload": {...},            the placement workload in its YAML form, written as JSON
+//                                 (placement/workload.h: "preset" and/or "model": {layers, hidden,
+//                                 ffn_hidden, heads, seq_len, vocab, precision,
+//                                 recompute_activations}, "training": {micro_batch,
+//                                 global_batch}). precision must be fp32 (the CPU runtime trains
+//                                 in fp32); recompute_activations is a cost-model input the CPU
+//                                 runtime ignores (it keeps activations). Micro-batches per
+//                                 replica m = global_batch / (replicas x micro_batch).
+//   "training": {"steps": 100,    required, >= 1
+//                "learning_rate": 3e-4, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95,
+//                "eps": 1e-8, "grad_clip": 1.0 (0: off), "seed": 1337, "threads": 1},
+//   "data": {"kind": "synthetic", "seed": 1, "bytes": 1000000}
+//         | {"kind": "text", "path": "corpus.txt"},   byte-level tokens (vocab >= 256)
+//   "schedule": {"kind": "gpipe" | "1f1b" | "interleaved", "chunks": 1 (v), "microbatch_group":
+//                0 (G, 0: P), "overlap": true},
+//   "pipeline": {"stages": 2, "replicas": 2, "layer_split": [6, 6]},  layer_split optional
+//                                 (even), one entry per virtual stage (stages x chunks)
+//   "ranks": [{"stage": 0, "replica": 0, "host": "127.0.0.1", "port": 41000}, ...],
+//                                 index = rank; every (stage, replica) exactly once
+//   "links": {"default": {"gbps": 10, "latency_ms": 1},                optional: link shaping
+//             "pairs": [{"a": 0, "b": 1, "gbps": 1, "latency_ms": 20}]},  a pair shapes both
+//                                 directions between ranks a and b; gbps 0 means unlimited.
+//            or {"topology": "topo.yaml", "devices": [3, 7, ...]}: every link shaped like the
+//                                 placement topology's link between the two ranks' devices
+//                                 (devices[rank]; one device's ranks unshaped), "pairs" on top
+//   "timeouts": {"connect_s": 60, "io_s": 300},   io_s must exceed the longest compute a peer
+//                                 can wait through (a silent peer fails after io_s)
+//   "checkpoint": {"dir": "ckpt", "interval": 10 (0: only when stopped), "resume": true},
+//   "trace": {"path": "trace-{rank}.json"}   optional; {rank} is replaced by the rank
+// }
+//
+// Progress: tessel-stage prints one JSON object per line on stdout (stage_process.h lists
+// the events), e.g.
+//   {"event":"step","rank":1,"stage":1,"replica":0,"step":3,"loss":5.12,"grad_norm":0.93,
+//    "tokens":4096,"tokens_per_s":5230.1,"step_s":0.78,"compute_s":0.51,
+//    "bubble_fraction":0.35,"network_wait_s":0.21}
+// The loss is the mean over the global batch and the same on every rank.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "noderuntime/stage/gpt_config.h"
+#include "noderuntime/stage/pipeline_layout.h"
+#include "noderuntime/stage/token_data.h"
+#include "noderuntime/stage/training_options.h"
+#include "noderuntime/transport/link_emulator.h"
+#include "noderuntime/transport/peer_address.h"
+#include "placement/workload.h"
+
+namespace tessel::stage {
+
+struct DataSpec {
+  enum class Kind { kSynthetic, kText } kind = Kind::kSynthetic;
+  std::string path;         // text
+  uint64_t seed = 1;        // synthetic
+  int64_t bytes = 1 << 20;  // synthetic
+};
+
+struct CheckpointSpec {
+  std::string dir;  // empty: no checkpoints
+  int interval = 0;
+  bool resume = false;
+};
+
+struct JobSpec {
+  uint64_t job_id = 1;
+  placement::Workload workload;
+  GptConfig model;
+  TrainingOptions training;
+  int steps = 0;
+  int threads = 1;
+  DataSpec data;
+  PipelineLayout layout;
+  std::vector<transport::PeerAddress> addresses;  // per rank; label "stage s replica r"
+  std::optional<transport::LinkEmulator> links;
+  std::chrono::milliseconds connect_timeout{60000};
+  std::chrono::milliseconds io_timeout{300000};
+  CheckpointSpec checkpoint;
+  std::string trace_path;  // may hold "{rank}"
+};
+
+// source names the text in errors (the file's path). Throws ConfigError.
+JobSpec parse_job_spec(const std::string& text, const std::string& source);
+JobSpec load_job_spec(const std::string& path);
+
+// The trace path of one rank ("{rank}" replaced), empty when no trace was asked for.
+std::string trace_path_for(const JobSpec& job, int rank);
+
+// The job's corpus. Throws ConfigError naming the file when it cannot be read.
+TokenCorpus load_corpus(const DataSpec& data, int vocab);
+
+}  // namespace tessel::stage

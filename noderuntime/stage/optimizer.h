@@ -1,0 +1,28 @@
+// The optimizer step of one chunk: AdamW (kernels/cpu/adamw.h) tensor by tensor, weight decay
+// on the matrices only, after the gradients have been clipped by the global norm of the whole
+// model (all stages), which the runtime all-reduces.
+#pragma once
+
+#include <vector>
+
+#include "kernels/cpu/adamw.h"
+#include "noderuntime/stage/gpt_chunk.h"
+
+namespace tessel::stage {
+
+struct AdamWState {
+  std::vector<float> m;  // first moments, the chunk's parameter layout
+  std::vector<float> v;  // second moments
+};
+
+AdamWState new_adamw_state(const GptChunk& chunk);
+
+// Sum of squared gradients over the chunk's tensors counted in the global norm (all but the
+// lm_head copy of the tied table), tensor by tensor in layout order, in double.
+double gradient_sum_of_squares(const GptChunk& chunk);
+
+// One AdamW update of every parameter; step counts from 1, grad_scale is the clipping factor.
+void adamw_step(GptChunk& chunk, AdamWState& state, const kernels::cpu::AdamWHyperparameters& hp,
+                int step, float grad_scale);
+
+}  // namespace tessel::stage

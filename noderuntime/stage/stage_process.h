@@ -1,0 +1,33 @@
+// One tessel-stage process: rank R of a job (job_spec.h) from start to exit. It connects the
+// mesh (its own address from the job, the others' too), builds its StageRuntime, resumes from
+// the newest complete checkpoint when asked (rank 0 chooses the step and tells the others),
+// trains the job's steps, checkpoints every `interval` steps and at the end, and writes its
+// Chrome trace when asked.
+//
+// Progress on `out`, one JSON object per line (progress.h):
+//   start       world_size, steps, parameters (this rank's), resumed_from (a step or null)
+//   step        after every step (job_spec.h shows one)
+//   checkpoint  step, dir: a checkpoint was written
+//   stopped     step, signal (its name, or null when another rank's signal stopped the job)
+//   done        step
+//   error       message: the run failed (also written to `err`)
+//
+// Stopping: a signal (SIGTERM, SIGINT) sets stop_signal; the rank votes to stop in the step
+// under way, every rank learns the vote with that step's loss, and all of them stop after the
+// same step, checkpoint (when a checkpoint dir is set) and exit.
+// Exit status: 0 done (or stopped by another rank's signal), 1 error, 128 + the signal when
+// this rank was signalled. A peer that dies or falls silent fails the step within the I/O
+// timeout with an error naming the peer's stage and replica.
+#pragma once
+
+#include <atomic>
+#include <ostream>
+
+#include "noderuntime/stage/job_spec.h"
+
+namespace tessel::stage {
+
+int run_stage_process(const JobSpec& job, int rank, std::ostream& out, std::ostream& err,
+                      const std::atomic<int>& stop_signal);
+
+}  // namespace tessel::stage

@@ -1,0 +1,166 @@
+// One tasklet (stage s of replica r) training over a Communicator: its model chunks, their
+// optimizer state, and the executor that runs the rank's instruction list of the schedule
+// (placement/schedule.h) for every step.
+//
+// A step:
+//   1. gradients zeroed; the replica's m micro-batches read (token_data.h says which);
+//   2. the instruction list, in order. Forward/Backward of (micro-batch, chunk) on the chunk's
+//      activation stash; RecvActivation/RecvGradient post an irecv into the stash (with
+//      overlap, the receives of the next compute are already posted before the current one
+//      runs) and the compute that needs the data waits for it; SendActivation/SendGradient
+//      isend from the stash, waited only when the slot is reused or at the step's end. The
+//      last micro-batch's backward of each chunk starts each block's gradient all-reduce as soon
+//      as the block is done (gradient_sync.h); AllReduce starts whatever is left;
+//   3. OptimizerStep: waits for the buckets, then one all-reduce over every rank of
+//      [sum of squared gradients (replica 0's stages), sum of losses (every replica's last
+//      stage), stop votes], so every rank gets the same global norm, the same mean loss and
+//      the same decision to stop; clips by the global norm, AdamW.
+// Without overlap every send and receive is waited at once and the whole all-reduce runs at
+// AllReduce, after the backward.
+//
+// Message keys: (activation or gradient, step, micro-batch, the receiving virtual stage).
+// The single-process reference is this same class with P = D = 1 on a one-rank communicator,
+// reading the D m micro-batches of the whole global batch: the same maths, summed in another
+// order.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "noderuntime/stage/activation_pool.h"
+#include "noderuntime/stage/gpt_chunk.h"
+#include "noderuntime/stage/gradient_sync.h"
+#include "noderuntime/stage/optimizer.h"
+#include "noderuntime/stage/pipeline_layout.h"
+#include "noderuntime/stage/step_trace.h"
+#include "noderuntime/stage/token_data.h"
+#include "noderuntime/stage/training_options.h"
+#include "noderuntime/transport/communicator.h"
+#include "placement/schedule.h"
+
+namespace tessel::stage {
+
+struct StepReport {
+  int64_t step = 0;            // steps done after this one (1 for the first)
+  double loss = 0;             // mean cross-entropy over the global batch, the same on every rank
+  double grad_norm = 0;        // global gradient norm before clipping
+  double step_s = 0;           // wall time of the step on this rank
+  double compute_s = 0;        // forward, backward and optimizer arithmetic
+  double network_wait_s = 0;   // blocked waiting for receives, sends and all-reduces
+  double bubble_fraction = 0;  // 1 - compute_s / step_s: idle in the schedule
+  int64_t tokens = 0;          // tokens in the global batch
+  double tokens_per_s = 0;     // tokens / step_s
+  bool stop = false;           // some rank asked to stop: every rank stops after this step
+};
+
+// The model and optimizer state of one chunk on this rank.
+struct ChunkState {
+  ChunkState(const GptConfig& config, const ChunkSpec& spec, int batch)
+      : model(config, spec, batch), adam(new_adamw_state(model)), stash(model) {}
+  ChunkState(const ChunkState&) = delete;
+  ChunkState& operator=(const ChunkState&) = delete;
+
+  GptChunk model;
+  AdamWState adam;
+  ActivationPool stash;
+};
+
+class StageRuntime {
+ public:
+  // comm.rank() says which tasklet this is (layout.tasklet_of). The parameters are
+  // initialised from options.seed. trace, when given, receives every event of every step.
+  // Throws ConfigError for an invalid layout, options or schedule.
+  StageRuntime(const GptConfig& config, const PipelineLayout& layout,
+               const TrainingOptions& options, const TokenCorpus& corpus,
+               transport::Communicator& comm, StepTrace* trace = nullptr);
+  // After a failed step, closes the communicator: operations still in flight name buffers
+  // owned here, and closing fails them before the buffers go.
+  ~StageRuntime();
+  StageRuntime(const StageRuntime&) = delete;
+  StageRuntime& operator=(const StageRuntime&) = delete;
+
+  // Runs one step; stop_requested is this rank's vote to stop after it. Throws the
+  // transport's error (naming the peer) when a peer fails, or std::runtime_error when the
+  // loss or gradient is not finite.
+  StepReport train_step(bool stop_requested = false);
+
+  int rank() const { return comm_.rank(); }
+  int stage() const { return stage_; }
+  int replica() const { return replica_; }
+  const PipelineLayout& layout() const { return layout_; }
+  const GptConfig& config() const { return config_; }
+  const TrainingOptions& options() const { return options_; }
+  int64_t steps_done() const { return steps_done_; }
+  // The global sequence number the next step starts reading at.
+  int64_t data_position() const { return data_position_; }
+  std::vector<std::unique_ptr<ChunkState>>& chunks() { return chunks_; }
+  const std::vector<std::unique_ptr<ChunkState>>& chunks() const { return chunks_; }
+  // Continues from a checkpoint: the parameters and moments are restored by the caller.
+  void set_position(int64_t steps_done, int64_t data_position);
+
+ private:
+  struct PendingRecv {
+    transport::Request request;
+    size_t trace_id = 0;
+    bool arrived = false;  // waited for (without overlap, at the Recv instruction)
+  };
+  using RecvKey = std::tuple<bool, int, int>;  // (gradient?, micro-batch, chunk)
+
+  void run_instruction(size_t index);
+  void post_receive(const placement::Instruction& instruction);
+  void post_receives_until(size_t end);
+  // Waits for a posted receive; take_receive also forgets it (its compute is running).
+  void wait_receive(bool gradient, int micro_batch, int chunk);
+  void take_receive(bool gradient, int micro_batch, int chunk);
+  void send(const placement::Instruction& instruction);
+  void forward(const placement::Instruction& instruction);
+  void backward(size_t index, const placement::Instruction& instruction);
+  void optimizer_step();
+  void wait(transport::Request& request);
+  void poll_in_flight();
+  int virtual_stage(int chunk) const { return chunk * layout_.stages + stage_; }
+  int64_t global_tokens() const {  // tokens in the global batch: every replica's micro-batches
+    return int64_t{layout_.replicas} * options_.micro_batches * options_.micro_batch *
+           config_.seq_len;
+  }
+  transport::TensorInfo message(bool gradient, int micro_batch, int to_virtual_stage) const;
+
+  const GptConfig config_;
+  const PipelineLayout layout_;
+  const TrainingOptions options_;
+  const TokenCorpus& corpus_;
+  transport::Communicator& comm_;
+  StepTrace* trace_;
+  const int stage_;
+  const int replica_;
+  std::vector<std::unique_ptr<ChunkState>> chunks_;
+  std::vector<placement::Instruction> schedule_;
+  std::vector<size_t> next_compute_;   // per index: the first compute instruction after it
+  std::vector<size_t> last_backward_;  // per chunk: index of its last Backward
+  GradientSync sync_;
+  int64_t steps_done_ = 0;
+  int64_t data_position_ = 0;
+
+  // Per step.
+  std::vector<int> inputs_, targets_;  // (m, B, T)
+  std::map<RecvKey, PendingRecv> receives_;
+  struct SentMessage {
+    transport::Request request;
+    size_t trace_id = 0;
+    bool traced = false;  // its trace event has been closed
+  };
+  std::vector<SentMessage> sends_in_flight_;  // for the trace only
+  size_t posted_until_ = 0;                   // receives posted from the list up to here
+  double loss_sum_ = 0;                       // of this rank's head chunk
+  bool stop_vote_ = false;
+  StepReport report_;
+  double compute_s_ = 0;
+  double wait_s_ = 0;
+  bool step_failed_ = false;
+};
+
+}  // namespace tessel::stage
