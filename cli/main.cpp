@@ -9,6 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   tessel::cli::add_plan_command(app);
   tessel::cli::add_simulate_command(app);
+  tessel::cli::add_local_command(app);
   tessel::cli::add_topology_command(app);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,33 @@
+// The job.json every stage process of a local job reads (noderuntime/stage/job_spec.h), built
+// from the local job and its plan: ranks r = replica x stages + stage on 127.0.0.1, each link
+// shaped like the (localized) topology's link between the two ranks' devices.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "noderuntime/launcher/local_job.h"
+#include "noderuntime/launcher/local_plan.h"
+
+namespace tessel::launcher {
+
+struct JobFilePaths {
+  std::string topology;        // the topology YAML the links are shaped from
+  std::string trace_pattern;   // "{rank}" in it; empty: no traces
+  std::string checkpoint_dir;  // used when the job checkpoints
+};
+
+nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
+                                     const std::vector<uint16_t>& ports, const JobFilePaths& paths,
+                                     uint64_t job_id);
+
+// Ports the kernel chose for listeners closed again at once, for the stage processes to bind
+// (the kernel does not hand a just-released port to the next bind to port 0).
+std::vector<uint16_t> pick_free_ports(int count);
+
+// "stage 1 replica 0"
+std::string tasklet_label(int stage, int replica);
+
+}  // namespace tessel::launcher

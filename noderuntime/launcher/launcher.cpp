@@ -1,0 +1,190 @@
+#include "noderuntime/launcher/launcher.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "noderuntime/launcher/job_file.h"
+#include "noderuntime/launcher/local_topology.h"
+#include "noderuntime/launcher/run_report.h"
+#include "noderuntime/launcher/stage_binary.h"
+#include "noderuntime/launcher/stage_processes.h"
+#include "noderuntime/launcher/stop_signals.h"
+#include "noderuntime/launcher/supervisor.h"
+#include "noderuntime/launcher/text_format.h"
+#include "noderuntime/launcher/trace_merge.h"
+#include "placement/placement.h"
+
+namespace tessel::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) throw LocalJobError(path.string() + ": cannot write");
+}
+
+void say(std::FILE* out, const std::string& text) {
+  if (!out) return;
+  std::fprintf(out, "%s\n", text.c_str());
+  std::fflush(out);
+}
+
+// The command line that replays the prediction from the files in the output folder.
+std::string simulate_command(const LocalJob& job, const fs::path& dir) {
+  std::string command = "tessel simulate --topology " + (dir / "topology.yaml").string() +
+                        " --model " + (dir / "model.yaml").string() + " --placement " +
+                        (dir / "placement.json").string() + " --stages " +
+                        std::to_string(job.stages) + " --replicas " + std::to_string(job.replicas) +
+                        " --schedule " + placement::to_string(job.schedule.kind);
+  if (job.chunks() > 1) command += " --chunks " + std::to_string(job.chunks());
+  if (!job.schedule.overlap) command += " --no-overlap";
+  return command;
+}
+
+// The corpus's unigram entropy and a description; checks it holds one sequence.
+void describe_data(const LocalJob& job, LocalRunResult& result) {
+  stage::TokenCorpus corpus = [&] {
+    try {
+      return stage::load_corpus(job.data, job.workload.vocab);
+    } catch (const std::exception& e) {
+      throw LocalJobError(job.source + ": data: " + e.what());
+    }
+  }();
+  try {
+    corpus.sequences(job.workload.seq_len);
+  } catch (const std::exception& e) {
+    throw LocalJobError(job.source + ": data: " + e.what());
+  }
+  result.unigram_entropy = corpus.unigram_entropy();
+  result.data_description =
+      corpus.source() + printf_text(" (%.0f KB)", corpus.tokens().size() / 1e3);
+}
+
+uint64_t new_job_id() {
+  std::random_device device;
+  return (uint64_t{device()} << 32 | device()) ^ static_cast<uint64_t>(getpid());
+}
+
+}  // namespace
+
+std::string default_output_dir(const LocalJob& job) { return "tessel-runs/" + job.name; }
+
+LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
+  if (options.steps) {
+    if (*options.steps < 1) throw LocalJobError("--steps: must be at least 1");
+    job.training.steps = *options.steps;
+  }
+  const std::string binary = find_stage_binary(options.stage_binary);
+  LocalRunResult result;
+  describe_data(job, result);
+
+  // Plan on the job's network with this machine's measured compute.
+  const placement::Topology network = job_topology(job);
+  const ComputeSpeed speed =
+      measure_compute_speed(job.workload, job.training.threads, job.world_size());
+  result.plan = plan_local_job(job, network, speed, options.placement_file);
+  const fs::path dir = fs::absolute(options.output_dir);
+  result.output_dir = dir.string();
+  result.simulate_command = simulate_command(job, dir);
+  std::error_code ec;
+  fs::create_directories(dir / "logs", ec);
+  if (ec) throw LocalJobError(dir.string() + ": cannot create the output folder: " + ec.message());
+  if (options.trace) fs::create_directories(dir / "traces", ec);
+  if (ec) throw LocalJobError((dir / "traces").string() + ": cannot create: " + ec.message());
+
+  const fs::path topology_path = dir / "topology.yaml";
+  write_file(topology_path, placement::topology_to_yaml(result.plan.topology));
+  write_file(dir / "model.yaml", placement::workload_to_yaml(job.workload));
+  write_file(dir / "placement.json", placement::placement_to_json(result.plan.placement).dump(2));
+  const std::vector<uint16_t> ports = pick_free_ports(job.world_size());
+  JobFilePaths paths;
+  paths.topology = topology_path.string();
+  paths.checkpoint_dir = (dir / "checkpoints").string();
+  if (options.trace) paths.trace_pattern = (dir / "traces" / "trace-{rank}.json").string();
+  const std::string job_text =
+      make_job_json(job, result.plan, ports, paths, new_job_id()).dump(2) + "\n";
+  const fs::path job_path = dir / "job.json";
+  write_file(job_path, job_text);
+  try {
+    stage::parse_job_spec(job_text, job_path.string());  // what every process will check
+  } catch (const std::exception& e) {
+    throw LocalJobError(std::string("the stage runtime refuses the job: ") + e.what());
+  }
+
+  std::vector<std::string> labels;
+  for (int rank = 0; rank < job.world_size(); ++rank) {
+    labels.push_back(tasklet_label(rank % job.stages, rank / job.stages));
+    result.ranks.push_back({labels.back(), result.plan.device_of_rank[rank], ports[rank], "", {}});
+  }
+  say(options.out, "tessel local: " + job.name + ": " + std::to_string(job.stages) + " stages x " +
+                       std::to_string(job.replicas) + " replicas on " + result.plan.topology.name +
+                       ", " + std::to_string(job.training.steps) + " steps; output " +
+                       dir.string());
+  say(options.out,
+      printf_text("tessel local: compute %.2f GFLOP/s per process (measured); predicted "
+                  "iteration %.3f s, bubble %.0f%%",
+                  result.plan.speed.effective_flops_per_s() / 1e9,
+                  result.plan.simulation.iteration_s,
+                  100 * result.plan.simulation.bubble_fraction));
+
+  ProgressTracker tracker(job.world_size(), job.training.steps);
+  SupervisedRun run;
+  {
+    StopSignals signals;
+    StageProcesses processes(binary, job_path.string(), labels, (dir / "logs").string());
+    run = supervise(processes, signals, tracker, {options.grace_s, options.out, options.tty});
+    for (const StageChild& child : processes.children()) {
+      result.ranks[child.rank].exit = child.exit ? child.exit->describe() : "not started";
+    }
+  }
+  result.status = run.status;
+  result.exit_code = run.exit_code;
+  result.message = run.message;
+  result.wall_s = run.wall_s;
+  result.steps = tracker.steps();
+  result.measured_iteration_s = tracker.iteration_s();
+  for (int rank = 0; rank < job.world_size(); ++rank) {
+    result.ranks[rank].steps = tracker.per_rank()[rank];
+  }
+
+  if (options.trace) {
+    std::vector<std::string> files;
+    for (int rank = 0; rank < job.world_size(); ++rank) {
+      files.push_back((dir / "traces" / ("trace-" + std::to_string(rank) + ".json")).string());
+    }
+    const TraceMergeResult merged = merge_traces(files, (dir / "trace.json").string());
+    result.trace_written = merged.merged > 0;
+    result.trace_missing = merged.missing;
+  }
+  write_report(job, result);
+
+  if (result.status == RunStatus::kFailed) {
+    say(options.out, "tessel local: error: " + result.message);
+  } else if (result.status == RunStatus::kStopped) {
+    say(options.out, "tessel local: stopped " + result.message + " after step " +
+                         std::to_string(result.steps.empty() ? 0 : result.steps.back().step));
+  }
+  if (result.measured_iteration_s) {
+    const double measured = *result.measured_iteration_s;
+    const double predicted = result.plan.simulation.iteration_s;
+    say(options.out, printf_text("tessel local: iteration measured %.3f s, predicted %.3f s "
+                                 "(%+.1f%%)",
+                                 measured, predicted, 100 * (predicted - measured) / measured));
+    say(options.out,
+        printf_text("tessel local: loss %.4f -> %.4f; unigram entropy of the data "
+                    "%.4f",
+                    result.steps.front().loss, final_loss(result.steps), result.unigram_entropy));
+  }
+  say(options.out, "tessel local: report " + (dir / "report.md").string());
+  return result;
+}
+
+}  // namespace tessel::launcher

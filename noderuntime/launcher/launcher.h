@@ -1,0 +1,43 @@
+// `tessel local` as a library: runs a whole training job on this machine. It measures how fast
+// a stage process computes here, plans the placement on the job's topology (or takes a given
+// one), writes job.json, starts one tessel-stage process per (stage, replica) with every link
+// shaped like the topology's, prints one progress line per step (step, loss, tokens/s, bubble,
+// network wait, ETA), and writes the report (run_report.h) and the merged trace.
+//
+// Stopping: SIGINT or SIGTERM to the launcher asks every stage process to stop after the
+// current step (SIGTERM to each); a second signal, or the grace period passing, kills them.
+// A stage process that dies or fails ends the job: the others are stopped the same way and
+// the error names the stage, replica and rank at fault. No stage process outlives the run.
+// Signal handlers are installed while run_local_job runs; call it from one thread at a time,
+// the one that stays alive for the whole run (the processes die with the thread that
+// started them).
+#pragma once
+
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "noderuntime/launcher/local_job.h"
+#include "noderuntime/launcher/run_result.h"
+
+namespace tessel::launcher {
+
+struct LocalRunOptions {
+  std::string output_dir;      // created; report.md, loss.svg, trace.json, job.json, logs/ ...
+  std::string placement_file;  // empty: plan with the job's strategy
+  std::optional<int> steps;    // overrides training.steps
+  bool trace = false;          // write trace.json
+  std::string stage_binary;    // empty: find_stage_binary("")
+  double grace_s = 30;         // after asking the processes to stop, kill them after this long
+  std::FILE* out = stdout;     // progress and summary; nullptr: silent
+  bool tty = false;            // rewrite the progress line in place instead of one per step
+};
+
+// Throws LocalJobError (bad job, placement, topology or missing tessel-stage) before any
+// process starts; afterwards every outcome is in the result (and the report).
+LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options);
+
+// The output folder used when none is given: "tessel-runs/<job name>".
+std::string default_output_dir(const LocalJob& job);
+
+}  // namespace tessel::launcher

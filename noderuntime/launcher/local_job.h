@@ -1,0 +1,83 @@
+// The local job file of `tessel local`: one YAML file that says what to train (model, data,
+// training), how (schedule, stages x replicas) and on what emulated network (a topology file
+// or a generated one). docs/runtime-local.md documents every field; examples/local/ holds one.
+// Relative paths are resolved against the job file's folder. Every error names the file and
+// the field, e.g. "job.yaml: pipeline.stages: must be in [1, 4], got 6".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "noderuntime/launcher/yaml_fields.h"
+#include "noderuntime/stage/job_spec.h"
+#include "placement/pipeline_timing.h"
+#include "placement/search.h"
+#include "placement/topology_generate.h"
+#include "placement/workload.h"
+
+namespace tessel::launcher {
+
+struct TopologySource {
+  std::string file;                                    // a topology file; empty when generated
+  std::optional<placement::GeoTopologySpec> generate;  // devices = stages x replicas
+  // Every link's bandwidth and latency multiplied by these: a world-wide network scaled to
+  // what a small model on one machine can feel.
+  double bandwidth_scale = 1;
+  double latency_scale = 1;
+};
+
+struct LocalTraining {
+  int steps = 0;
+  double learning_rate = 3e-4;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double grad_clip = 1.0;  // 0: off
+  uint64_t seed = 1337;
+  int threads = 1;  // compute threads per stage process
+};
+
+struct LocalSchedule {
+  placement::ScheduleKind kind = placement::ScheduleKind::OneFOneB;
+  int chunks = 1;  // v: 2 or more for the interleaved schedule
+  int microbatch_group = 0;
+  bool overlap = true;
+};
+
+struct LocalPlacementOptions {
+  placement::Strategy strategy = placement::Strategy::Evolutionary;
+  long evaluations = 2000;
+  uint64_t seed = 1;
+};
+
+struct LocalJob {
+  std::string source;  // the job file, as given
+  std::string name;
+  TopologySource topology;
+  placement::Workload workload;  // fp32, activations kept: what the CPU stage runtime trains
+  LocalTraining training;
+  stage::DataSpec data;  // paths resolved
+  LocalSchedule schedule;
+  int stages = 1;
+  int replicas = 1;
+  LocalPlacementOptions placement;
+  double connect_timeout_s = 60;
+  double io_timeout_s = 120;
+  int checkpoint_interval = -1;  // -1: no checkpoints; 0: only at the end; n: every n steps
+  bool resume = false;
+
+  int world_size() const { return stages * replicas; }
+  int chunks() const {
+    return schedule.kind == placement::ScheduleKind::Interleaved ? schedule.chunks : 1;
+  }
+};
+
+// source names the text in errors; relative paths are resolved against base_dir.
+LocalJob parse_local_job(const std::string& text, const std::string& source,
+                         const std::string& base_dir);
+// Reads and parses the file. Throws LocalJobError naming the file.
+LocalJob load_local_job(const std::string& path);
+
+}  // namespace tessel::launcher

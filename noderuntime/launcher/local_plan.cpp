@@ -1,0 +1,170 @@
+#include "noderuntime/launcher/local_plan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+
+#include "noderuntime/launcher/local_topology.h"
+#include "placement/full_cost.h"
+#include "placement/iteration_model.h"
+
+namespace tessel::launcher {
+namespace {
+
+placement::Placement read_placement(const std::string& path, const LocalJob& job,
+                                    const placement::Topology& topology) {
+  std::ifstream in(path);
+  if (!in) throw LocalJobError(path + ": cannot open the placement");
+  placement::Placement p;
+  try {
+    p = placement::placement_from_json(nlohmann::json::parse(in));
+  } catch (const std::exception& e) {
+    throw LocalJobError(path + ": not a placement from `tessel plan --format json`: " + e.what());
+  }
+  auto fail = [&](const std::string& why) { throw LocalJobError(path + ": " + why); };
+  if (p.topology != topology.id) {
+    fail("topology: planned for '" + p.topology + "', but the job runs on '" + topology.id + "'");
+  }
+  if (p.shape.stages != job.stages || p.shape.replicas != job.replicas) {
+    fail("stages_count, replicas: the placement is " + std::to_string(p.shape.stages) + " x " +
+         std::to_string(p.shape.replicas) + ", the job's pipeline is " +
+         std::to_string(job.stages) + " x " + std::to_string(job.replicas));
+  }
+  if (static_cast<int>(p.pipelines.size()) != job.replicas) {
+    fail("pipelines: expected one entry per replica (" + std::to_string(job.replicas) + ")");
+  }
+  std::set<int> seen;
+  for (size_t r = 0; r < p.pipelines.size(); ++r) {
+    const std::string where = "pipelines[" + std::to_string(r) + "].devices";
+    if (static_cast<int>(p.pipelines[r].size()) != job.stages) {
+      fail(where + ": expected one device per stage (" + std::to_string(job.stages) + ")");
+    }
+    for (int d : p.pipelines[r]) {
+      if (d < 0 || d >= topology.size()) {
+        fail(where + ": device " + std::to_string(d) + " is not in the topology (0.." +
+             std::to_string(topology.size() - 1) + ")");
+      }
+      if (!seen.insert(d).second) fail(where + ": device " + std::to_string(d) + " used twice");
+    }
+  }
+  // Derived views, rebuilt from the pipelines so they cannot disagree with them.
+  p.stages.assign(job.stages, std::vector<int>(job.replicas));
+  p.rank_map.clear();
+  for (int r = 0; r < job.replicas; ++r) {
+    for (int s = 0; s < job.stages; ++s) {
+      p.stages[s][r] = p.pipelines[r][s];
+      p.rank_map.push_back({r * job.stages + s, r, s, p.pipelines[r][s]});
+    }
+  }
+  return p;
+}
+
+placement::Placement search(const LocalJob& job, const placement::Topology& topology,
+                            const placement::FullCostModel& model) {
+  placement::SearchOptions options;
+  options.strategy = job.placement.strategy;
+  options.evaluations = job.placement.evaluations;
+  options.seed = job.placement.seed;
+  const placement::SearchResult result = placement::search_placement(model, options);
+  return placement::build_placement(topology, model, model, result, options);
+}
+
+// Each stage's layers spread over its v chunks, the earlier chunks taking the remainder;
+// virtual stage c P + p is chunk c of stage p.
+std::vector<int> virtual_split(const std::vector<int>& stage_layers, int chunks) {
+  const int p = static_cast<int>(stage_layers.size());
+  std::vector<int> split(static_cast<size_t>(p) * chunks);
+  for (int s = 0; s < p; ++s) {
+    for (int c = 0; c < chunks; ++c) {
+      split[c * p + s] = stage_layers[s] / chunks + (c < stage_layers[s] % chunks ? 1 : 0);
+    }
+  }
+  return split;
+}
+
+}  // namespace
+
+placement::FullCostOptions cost_options(const LocalJob& job) {
+  placement::FullCostOptions options;
+  options.schedule = job.schedule.kind;
+  options.chunks = job.chunks();
+  options.overlap = job.schedule.overlap;
+  return options;
+}
+
+namespace {
+
+// Timing, split and simulation of a placement on a localized topology.
+void predict(const LocalJob& job, LocalPlan& plan) {
+  const placement::PartitionShape shape{job.stages, job.replicas};
+  const placement::FullCostModel model(plan.topology, shape, job.workload, cost_options(job));
+  plan.timing = model.pipeline_timing(plan.placement.pipelines, &plan.stage_layers);
+  plan.spec = model.schedule();
+  plan.spec.microbatch_group = job.schedule.microbatch_group;
+  plan.layer_split = virtual_split(plan.stage_layers, job.chunks());
+  plan.simulation = placement::simulate_iteration(plan.spec, plan.timing);
+  plan.closed_form_s = placement::predict_iteration_s(plan.spec, plan.timing);
+  // The placement's own figures, recomputed for the network this job really runs on.
+  plan.placement.layer_split = plan.stage_layers;
+  plan.placement.predicted_iteration_s = plan.closed_form_s;
+}
+
+// The share of the cores a computing process gets, averaged over the simulated iteration's
+// compute: at each moment the threads of every process computing then (the D replicas run in
+// step, so each simulated pipeline rank stands for D processes) share the cores.
+double compute_share(const LocalJob& job, const LocalPlan& plan) {
+  std::vector<std::pair<double, int>> edges;  // (time, +1 start / -1 end) of compute
+  for (const placement::TimedEvent& e : plan.simulation.events) {
+    if (e.stream == placement::Stream::ForwardCompute ||
+        e.stream == placement::Stream::BackwardCompute ||
+        e.stream == placement::Stream::OptimizerStep) {
+      edges.emplace_back(e.start_s, +1);
+      edges.emplace_back(e.start_s + e.duration_s, -1);
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  const double threads_per_rank = double(job.replicas) * job.training.threads;
+  double work = 0, shared = 0;
+  int active = 0;
+  for (size_t i = 0; i + 1 < edges.size(); ++i) {
+    active += edges[i].second;
+    const double length = edges[i + 1].first - edges[i].first;
+    if (active <= 0 || length <= 0) continue;
+    work += length * active;
+    shared += length * active * std::min(1.0, plan.speed.cores / (active * threads_per_rank));
+  }
+  return work > 0 ? shared / work : 1.0;
+}
+
+}  // namespace
+
+LocalPlan plan_local_job(const LocalJob& job, const placement::Topology& network,
+                         const ComputeSpeed& measured, const std::string& placement_file) {
+  LocalPlan plan;
+  plan.speed = measured;
+  plan.topology = localize_topology(network, plan.speed, job.world_size());
+  if (placement_file.empty()) {
+    const placement::FullCostModel model(plan.topology, {job.stages, job.replicas}, job.workload,
+                                         cost_options(job));
+    plan.placement = search(job, plan.topology, model);
+  } else {
+    plan.placement = read_placement(placement_file, job, plan.topology);
+  }
+  predict(job, plan);
+  constexpr int kRefinements = 8;
+  for (int i = 0; i < kRefinements; ++i) {
+    const double share = compute_share(job, plan);
+    if (std::abs(share - plan.speed.share) <= 0.01 * plan.speed.share) break;
+    plan.speed.share = std::sqrt(share * plan.speed.share);  // damped: no oscillation
+    plan.topology = localize_topology(network, plan.speed, job.world_size());
+    predict(job, plan);
+  }
+  plan.device_of_rank.assign(job.world_size(), -1);
+  for (const placement::RankEntry& e : plan.placement.rank_map) {
+    plan.device_of_rank[e.rank] = e.device;
+  }
+  return plan;
+}
+
+}  // namespace tessel::launcher

@@ -1,0 +1,106 @@
+#include "noderuntime/launcher/progress_tracker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace tessel::launcher {
+namespace {
+
+template <typename T>
+T field(const nlohmann::json& event, const char* key, int rank) {
+  try {
+    return event.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw std::runtime_error("rank " + std::to_string(rank) + " printed a step line without a " +
+                             (std::is_integral_v<T> ? "integer" : "numeric") + " \"" + key +
+                             "\": " + event.dump());
+  }
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+}  // namespace
+
+std::optional<StepSummary> ProgressTracker::add_step(int rank, const nlohmann::json& event) {
+  const auto step = field<int64_t>(event, "step", rank);
+  if (step < 1 || step > steps_) {
+    throw std::runtime_error("rank " + std::to_string(rank) + " reported step " +
+                             std::to_string(step) + " of a " + std::to_string(steps_) +
+                             "-step job");
+  }
+  RankStep mine;
+  mine.step_s = field<double>(event, "step_s", rank);
+  mine.compute_s = field<double>(event, "compute_s", rank);
+  mine.network_wait_s = field<double>(event, "network_wait_s", rank);
+  mine.bubble_fraction = field<double>(event, "bubble_fraction", rank);
+  per_rank_.at(rank).push_back(mine);
+
+  if (pending_.size() < static_cast<size_t>(step)) pending_.resize(step);
+  Pending& p = pending_[step - 1];
+  StepSummary& s = p.summary;
+  if (p.reported == 0) {
+    s.step = step;
+    s.loss = field<double>(event, "loss", rank);
+    s.grad_norm = field<double>(event, "grad_norm", rank);
+    s.tokens = field<int64_t>(event, "tokens", rank);
+  }
+  s.step_s = std::max(s.step_s, mine.step_s);
+  s.compute_s = std::max(s.compute_s, mine.compute_s);
+  s.bubble_fraction += mine.bubble_fraction / ranks_;
+  s.network_wait_s += mine.network_wait_s / ranks_;
+  if (++p.reported < ranks_) return std::nullopt;
+  s.tokens_per_s = s.step_s > 0 ? s.tokens / s.step_s : 0;
+  done_.push_back(s);
+  return s;
+}
+
+std::optional<double> ProgressTracker::eta_s() const {
+  if (done_.empty()) return std::nullopt;
+  const size_t first = done_.size() > 1 ? 1 : 0;
+  double sum = 0;
+  for (size_t i = first; i < done_.size(); ++i) sum += done_[i].step_s;
+  const double mean = sum / double(done_.size() - first);
+  return mean * double(steps_ - done_.back().step);
+}
+
+std::optional<double> ProgressTracker::iteration_s() const {
+  if (done_.empty()) return std::nullopt;
+  std::vector<double> times;
+  for (size_t i = done_.size() > 1 ? 1 : 0; i < done_.size(); ++i) times.push_back(done_[i].step_s);
+  return median(times);
+}
+
+std::string ProgressTracker::progress_line(const StepSummary& s) const {
+  char throughput[32];
+  if (s.tokens_per_s >= 1e4) {
+    std::snprintf(throughput, sizeof throughput, "%.1fk", s.tokens_per_s / 1e3);
+  } else {
+    std::snprintf(throughput, sizeof throughput, "%.0f", s.tokens_per_s);
+  }
+  const std::optional<double> eta = eta_s();
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "step %lld/%d  loss %.4f  %s tok/s  bubble %.0f%%  net wait %.3f s  ETA %s",
+                static_cast<long long>(s.step), steps_, s.loss, throughput, 100 * s.bubble_fraction,
+                s.network_wait_s, eta ? format_duration(*eta).c_str() : "-");
+  return line;
+}
+
+std::string format_duration(double seconds) {
+  const long total = std::lround(std::max(0.0, seconds));
+  char text[32];
+  if (total >= 3600) {
+    std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%ld:%02ld", total / 60, total % 60);
+  }
+  return text;
+}
+
+}  // namespace tessel::launcher

@@ -1,0 +1,71 @@
+// The step lines of every rank (stage_process.h) gathered into one summary per step: a step
+// is complete when every rank has reported it. The loss and batch are the same on every rank;
+// the step time is the slowest rank's, bubble and network wait the mean over ranks.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::launcher {
+
+struct RankStep {
+  double step_s = 0;
+  double compute_s = 0;
+  double network_wait_s = 0;
+  double bubble_fraction = 0;
+};
+
+struct StepSummary {
+  int64_t step = 0;
+  double loss = 0;
+  double grad_norm = 0;
+  int64_t tokens = 0;
+  double step_s = 0;  // slowest rank
+  double tokens_per_s = 0;
+  double bubble_fraction = 0;  // mean over ranks
+  double network_wait_s = 0;   // mean over ranks
+  double compute_s = 0;        // slowest rank
+};
+
+class ProgressTracker {
+ public:
+  ProgressTracker(int ranks, int steps) : ranks_(ranks), steps_(steps), per_rank_(ranks) {}
+
+  // Records one "step" event of `rank`; returns the step's summary when it was the last rank
+  // to report it. Throws std::runtime_error naming the rank when a field is missing or wrong.
+  std::optional<StepSummary> add_step(int rank, const nlohmann::json& event);
+
+  const std::vector<StepSummary>& steps() const { return done_; }
+  int total_steps() const { return steps_; }
+  // Per rank, its step lines in order.
+  const std::vector<std::vector<RankStep>>& per_rank() const { return per_rank_; }
+
+  // Seconds left at the mean step time of the completed steps after the first (which also
+  // connects and warms up); nullopt before there is one.
+  std::optional<double> eta_s() const;
+  // The representative iteration time: the median step time, the first step left out when
+  // there are more.
+  std::optional<double> iteration_s() const;
+  // "step 12/300  loss 2.3456  18.2k tok/s  bubble 31%  net wait 0.12 s  ETA 0:53"
+  std::string progress_line(const StepSummary& summary) const;
+
+ private:
+  struct Pending {
+    int reported = 0;
+    StepSummary summary;
+  };
+
+  int ranks_;
+  int steps_;
+  std::vector<std::vector<RankStep>> per_rank_;
+  std::vector<Pending> pending_;  // index step - 1
+  std::vector<StepSummary> done_;
+};
+
+// "0:53", "1:02:03"
+std::string format_duration(double seconds);
+
+}  // namespace tessel::launcher

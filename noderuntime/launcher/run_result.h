@@ -1,0 +1,42 @@
+// What a local run did and measured: the record the report is written from and the benches
+// read.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "noderuntime/launcher/local_plan.h"
+#include "noderuntime/launcher/progress_tracker.h"
+
+namespace tessel::launcher {
+
+enum class RunStatus { kDone, kStopped, kFailed };
+
+struct RankRecord {
+  std::string label;  // "stage 1 replica 0"
+  int device = 0;
+  uint16_t port = 0;
+  std::string exit;  // "exited with status 0", "was killed by SIGKILL"
+  std::vector<RankStep> steps;
+};
+
+struct LocalRunResult {
+  RunStatus status = RunStatus::kDone;
+  int exit_code = 0;    // of `tessel local`: 0, 1 (failed), 128 + signal (stopped)
+  std::string message;  // why it failed or stopped; empty when done
+  double wall_s = 0;    // from starting the processes to the last one ending
+  LocalPlan plan;       // its topology: what was planned, emulated and predicted on
+  std::vector<StepSummary> steps;
+  std::vector<RankRecord> ranks;
+  std::optional<double> measured_iteration_s;  // median step time, the first step left out
+  double unigram_entropy = 0;                  // nats, of the training data's bytes
+  std::string data_description;                // "file x.txt (412 KB)"
+  std::string output_dir;
+  std::string simulate_command;  // reproduces the prediction
+  bool trace_written = false;
+  std::vector<std::string> trace_missing;  // ranks' trace files that were not there
+};
+
+}  // namespace tessel::launcher

@@ -1,0 +1,68 @@
+// The stage processes of a local job: one tessel-stage per rank, started with fork/exec in a
+// process group of their own (so a terminal's Ctrl-C reaches the launcher alone, which stops
+// them in order), stdin from /dev/null, stdout through a pipe the launcher reads line by line,
+// stderr into a log file per rank. Each is killed by the kernel if the launcher's thread that
+// started it dies (PR_SET_PDEATHSIG), so none outlives a launcher that is killed itself.
+// The destructor kills and reaps whatever still runs.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::launcher {
+
+struct StageExit {
+  bool signaled = false;  // killed by a signal (code is the signal) or exited (code)
+  int code = 0;
+  bool ok() const { return !signaled && code == 0; }
+  int shell_status() const { return signaled ? 128 + code : code; }
+  std::string describe() const;  // "exited with status 1", "was killed by SIGKILL"
+};
+
+struct StageChild {
+  int rank = 0;
+  std::string label;  // "stage 1 replica 0"
+  pid_t pid = -1;
+  std::string log_path;
+  int stdout_fd = -1;   // -1 after end of output
+  std::string pending;  // output after the last complete line
+  std::optional<StageExit> exit;
+};
+
+class StageProcesses {
+ public:
+  // Starts `binary --job job_path --rank r` for every label (rank r = its index). Throws
+  // std::runtime_error naming the rank when one cannot be started (the others are killed).
+  StageProcesses(const std::string& binary, const std::string& job_path,
+                 const std::vector<std::string>& labels, const std::string& log_dir);
+  ~StageProcesses();
+  StageProcesses(const StageProcesses&) = delete;
+  StageProcesses& operator=(const StageProcesses&) = delete;
+
+  // Waits until some output arrives, wake_fd becomes readable or the timeout passes, then
+  // hands every complete line to on_line(rank, line).
+  void poll(std::chrono::milliseconds timeout, int wake_fd,
+            const std::function<void(int, const std::string&)>& on_line);
+
+  // Collects the processes that have ended (without blocking); returns their ranks.
+  std::vector<int> reap();
+  // Sends the signal to every process not yet reaped.
+  void signal_running(int signal);
+  bool all_reaped() const;
+  bool all_output_closed() const;
+  const std::vector<StageChild>& children() const { return children_; }
+
+ private:
+  void start(const std::string& binary, const std::string& job_path, StageChild& child);
+  void kill_and_reap_all();
+
+  std::vector<StageChild> children_;
+  pid_t group_ = 0;
+};
+
+}  // namespace tessel::launcher

@@ -1,0 +1,204 @@
+#include "noderuntime/launcher/supervisor.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <vector>
+
+namespace tessel::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class Supervisor {
+ public:
+  Supervisor(StageProcesses& processes, StopSignals& signals, ProgressTracker& tracker,
+             const SupervisorOptions& options)
+      : processes_(processes),
+        signals_(signals),
+        tracker_(tracker),
+        options_(options),
+        errors_(processes.children().size()) {}
+
+  SupervisedRun run() {
+    const Clock::time_point start = Clock::now();
+    while (!(processes_.all_reaped() && processes_.all_output_closed())) {
+      processes_.poll(std::chrono::milliseconds(200), signals_.fd(),
+                      [this](int rank, const std::string& line) { on_line(rank, line); });
+      for (int signal : signals_.take()) {
+        if (signal == SIGINT || signal == SIGTERM) on_user_signal(signal);
+      }
+      on_ended(processes_.reap());
+      if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
+        note("the stage processes did not stop within the grace period: killing them");
+        kill_all();
+      }
+    }
+    end_progress_line();
+    SupervisedRun result;
+    result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!failure_.empty() || !failed_.empty()) {
+      result.status = RunStatus::kFailed;
+      result.exit_code = 1;
+      result.message = failure_.empty() ? blame() : failure_;
+    } else if (user_signal_) {
+      result.status = RunStatus::kStopped;
+      result.exit_code = 128 + user_signal_;
+      result.message = std::string("by ") + (user_signal_ == SIGINT ? "SIGINT" : "SIGTERM");
+    }
+    return result;
+  }
+
+ private:
+  void on_line(int rank, const std::string& line) {
+    nlohmann::json event;
+    try {
+      event = nlohmann::json::parse(line);
+      const std::string kind = event.at("event").get<std::string>();
+      if (kind == "step") {
+        if (const auto summary = tracker_.add_step(rank, event)) show(*summary);
+      } else if (kind == "error") {
+        errors_[rank] = event.value("message", std::string("(no message)"));
+      }
+    } catch (const std::exception& e) {
+      fail(label(rank) + " printed a line the launcher cannot read (" + e.what() + "): " + line);
+    }
+  }
+
+  void on_user_signal(int signal) {
+    if (!stopping_) {
+      user_signal_ = signal;
+      note("stopping: every stage process finishes its step, then exits (again to kill them)");
+      stop();
+    } else if (!killed_) {
+      note("killing the stage processes");
+      kill_all();
+    }
+  }
+
+  void on_ended(const std::vector<int>& ranks) {
+    for (int rank : ranks) {
+      const StageExit& exit = *processes_.children()[rank].exit;
+      if (exit.ok() || (stopping_ && stopped_by_us(exit))) continue;
+      // Not necessarily the one at fault: a killed process can be reaped after the peer that
+      // saw its connection close (blame() sorts it out).
+      ended_badly_.push_back(rank);
+      if (!stopping_) failed_.push_back(rank);
+    }
+    if (!failed_.empty() && !stopping_) {
+      note("a stage process ended unexpectedly: stopping the others");
+      stop();
+    }
+  }
+
+  void fail(const std::string& why) {
+    if (stopping_) return;
+    failure_ = why;
+    stop();
+  }
+
+  void stop() {
+    stopping_ = true;
+    kill_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(options_.grace_s));
+    processes_.signal_running(SIGTERM);
+  }
+
+  void kill_all() {
+    killed_ = true;
+    processes_.signal_running(SIGKILL);
+  }
+
+  // How a process ends when the launcher stops it: its stop handler's status after SIGTERM,
+  // or killed by SIGTERM (a second one) or by the launcher's SIGKILL.
+  bool stopped_by_us(const StageExit& exit) const {
+    if (!exit.signaled) return exit.code == 128 + SIGTERM;
+    return exit.code == SIGTERM || (exit.code == SIGKILL && killed_);
+  }
+
+  // The process at fault among those that ended badly other than by the launcher's signals.
+  std::string blame() const {
+    const auto& children = processes_.children();
+    auto names_another = [&](int rank) {
+      for (const StageChild& other : children) {
+        if (other.rank != rank && errors_[rank]->find(other.label) != std::string::npos) {
+          return true;
+        }
+      }
+      return false;
+    };
+    std::optional<int> chosen;
+    for (auto test : std::initializer_list<std::function<bool(int)>>{
+             [&](int r) { return children[r].exit->signaled; },
+             [&](int r) { return !errors_[r].has_value(); },
+             [&](int r) { return !names_another(r); }, [](int) { return true; }}) {
+      for (int rank : ended_badly_) {
+        if (test(rank)) {
+          chosen = rank;
+          break;
+        }
+      }
+      if (chosen) break;
+    }
+    const StageChild& child = children[*chosen];
+    std::string message =
+        label(*chosen) + " (pid " + std::to_string(child.pid) + ") " + child.exit->describe();
+    if (errors_[*chosen]) message += ": " + *errors_[*chosen];
+    const int others = static_cast<int>(children.size()) - 1;
+    if (others > 0) message += "; the other " + std::to_string(others) + " stopped";
+    return message + " (log: " + child.log_path + ")";
+  }
+
+  std::string label(int rank) const {
+    return processes_.children()[rank].label + " (rank " + std::to_string(rank) + ")";
+  }
+
+  void show(const StepSummary& summary) {
+    if (!options_.out) return;
+    const std::string line = tracker_.progress_line(summary);
+    if (options_.tty) {
+      std::fprintf(options_.out, "\r\033[K%s", line.c_str());
+      line_open_ = true;
+    } else {
+      std::fprintf(options_.out, "%s\n", line.c_str());
+    }
+    std::fflush(options_.out);
+  }
+
+  void note(const std::string& text) {
+    if (!options_.out) return;
+    end_progress_line();
+    std::fprintf(options_.out, "tessel local: %s\n", text.c_str());
+    std::fflush(options_.out);
+  }
+
+  void end_progress_line() {
+    if (line_open_ && options_.out) std::fputc('\n', options_.out);
+    line_open_ = false;
+  }
+
+  StageProcesses& processes_;
+  StopSignals& signals_;
+  ProgressTracker& tracker_;
+  const SupervisorOptions& options_;
+  std::vector<std::optional<std::string>> errors_;  // per rank, its error line's message
+  std::vector<int> failed_;       // ranks that ended badly before anyone was stopped
+  std::vector<int> ended_badly_;  // ranks that ended badly, not by the launcher's signals, in order
+  std::string failure_;           // a failure of the launcher's own (an unreadable line)
+  int user_signal_ = 0;
+  bool stopping_ = false;
+  bool killed_ = false;
+  bool line_open_ = false;
+  Clock::time_point kill_at_;
+};
+
+}  // namespace
+
+SupervisedRun supervise(StageProcesses& processes, StopSignals& signals, ProgressTracker& tracker,
+                        const SupervisorOptions& options) {
+  return Supervisor(processes, signals, tracker, options).run();
+}
+
+}  // namespace tessel::launcher

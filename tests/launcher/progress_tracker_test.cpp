@@ -1,0 +1,78 @@
+// Step lines of every rank become one summary per step, once every rank has reported it.
+#include "noderuntime/launcher/progress_tracker.h"
+
+#include <gtest/gtest.h>
+
+namespace tessel::launcher {
+namespace {
+
+nlohmann::json step_line(int step, double loss, double step_s, double wait_s, double bubble) {
+  return {{"event", "step"},
+          {"step", step},
+          {"loss", loss},
+          {"grad_norm", 0.5},
+          {"tokens", 1000},
+          {"tokens_per_s", 1000 / step_s},
+          {"step_s", step_s},
+          {"compute_s", step_s / 2},
+          {"bubble_fraction", bubble},
+          {"network_wait_s", wait_s}};
+}
+
+TEST(ProgressTracker, StepCompletesWhenEveryRankReportedIt) {
+  ProgressTracker tracker(2, 10);
+  EXPECT_FALSE(tracker.add_step(0, step_line(1, 5.0, 2.0, 0.2, 0.4)));
+  const auto summary = tracker.add_step(1, step_line(1, 5.0, 2.5, 0.4, 0.2));
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->step, 1);
+  EXPECT_DOUBLE_EQ(summary->loss, 5.0);
+  EXPECT_DOUBLE_EQ(summary->step_s, 2.5);  // the slowest rank
+  EXPECT_DOUBLE_EQ(summary->tokens_per_s, 1000 / 2.5);
+  EXPECT_DOUBLE_EQ(summary->network_wait_s, 0.3);  // the mean
+  EXPECT_DOUBLE_EQ(summary->bubble_fraction, 0.3);
+  EXPECT_EQ(tracker.per_rank()[1].size(), 1u);
+}
+
+TEST(ProgressTracker, EtaAndIterationLeaveTheFirstStepOut) {
+  ProgressTracker tracker(1, 10);
+  EXPECT_FALSE(tracker.eta_s());
+  EXPECT_FALSE(tracker.iteration_s());
+  tracker.add_step(0, step_line(1, 5, 9.0, 0, 0));  // connecting, warming up
+  EXPECT_DOUBLE_EQ(*tracker.eta_s(), 9 * 9.0);
+  tracker.add_step(0, step_line(2, 4, 1.0, 0, 0));
+  tracker.add_step(0, step_line(3, 3, 3.0, 0, 0));
+  tracker.add_step(0, step_line(4, 3, 2.0, 0, 0));
+  EXPECT_DOUBLE_EQ(*tracker.eta_s(), 6 * 2.0);
+  EXPECT_DOUBLE_EQ(*tracker.iteration_s(), 2.0);  // median of 1, 3, 2
+  const std::string line = tracker.progress_line(tracker.steps().back());
+  EXPECT_EQ(line, "step 4/10  loss 3.0000  500 tok/s  bubble 0%  net wait 0.000 s  ETA 0:12");
+}
+
+TEST(ProgressTracker, BadLinesNameTheRank) {
+  ProgressTracker tracker(2, 3);
+  nlohmann::json no_loss = step_line(1, 1, 1, 0, 0);
+  no_loss.erase("loss");
+  EXPECT_THROW(
+      {
+        try {
+          tracker.add_step(1, no_loss);
+        } catch (const std::runtime_error& e) {
+          EXPECT_NE(std::string(e.what()).find("rank 1 printed a step line without a numeric "
+                                               "\"loss\""),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      std::runtime_error);
+  EXPECT_THROW(tracker.add_step(0, step_line(4, 1, 1, 0, 0)), std::runtime_error);
+}
+
+TEST(ProgressTracker, DurationsReadLikeAClock) {
+  EXPECT_EQ(format_duration(0), "0:00");
+  EXPECT_EQ(format_duration(59.6), "1:00");
+  EXPECT_EQ(format_duration(3723), "1:02:03");
+}
+
+}  // namespace
+}  // namespace tessel::launcher

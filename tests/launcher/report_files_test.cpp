@@ -1,0 +1,97 @@
+// The report's own files: the SVG chart (round ticks, the curve and reference line inside
+// the axes) and the merged Chrome trace (every rank's events on one clock from zero).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "noderuntime/launcher/svg_chart.h"
+#include "noderuntime/launcher/trace_merge.h"
+
+namespace tessel::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(SvgChart, TicksAreRoundAndCoverTheRange) {
+  EXPECT_EQ(nice_ticks(0, 300), (std::vector<double>{0, 50, 100, 150, 200, 250, 300}));
+  EXPECT_EQ(nice_ticks(1.3, 5.6), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  const std::vector<double> one = nice_ticks(4, 4);  // a single value still gets an axis
+  EXPECT_LT(one.front(), 4);
+  EXPECT_GT(one.back(), 4);
+}
+
+TEST(SvgChart, CurveAndReferenceLineAreDrawnInsideTheAxes) {
+  LineChart chart;
+  chart.title = "loss <fables>";
+  chart.x_label = "step";
+  chart.y_label = "loss";
+  for (int i = 1; i <= 50; ++i) chart.points.emplace_back(i, 5.0 / i + 1.0);
+  chart.references.push_back({3.1, "unigram entropy 3.100"});
+  const std::string svg = render_svg(chart);
+  EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
+  EXPECT_NE(svg.find("loss &lt;fables&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("unigram entropy 3.100"), std::string::npos);
+  EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);
+  const std::smatch curve = [&] {
+    std::smatch m;
+    std::regex_search(svg, m, std::regex("stroke=\"#1f77b4\"[^>]*points=\"([^\"]*)\""));
+    return m;
+  }();
+  ASSERT_FALSE(curve.empty());
+  const std::string points = curve[1];
+  const std::regex pair("([0-9.]+),([0-9.]+)");
+  int count = 0;
+  for (auto it = std::sregex_iterator(points.begin(), points.end(), pair);
+       it != std::sregex_iterator(); ++it, ++count) {
+    const double x = std::stod((*it)[1]), y = std::stod((*it)[2]);
+    EXPECT_GE(x, 70);
+    EXPECT_LE(x, chart.width - 20);
+    EXPECT_GE(y, 40);
+    EXPECT_LE(y, chart.height - 55);
+  }
+  EXPECT_EQ(count, 50);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+TEST(SvgChart, RefusesNothingToDraw) {
+  EXPECT_THROW(render_svg(LineChart{}), std::invalid_argument);
+  LineChart nan;
+  nan.points = {{1, std::nan("")}};
+  EXPECT_THROW(render_svg(nan), std::invalid_argument);
+}
+
+TEST(TraceMerge, RanksShareOneTimelineStartingAtZero) {
+  const fs::path dir = fs::temp_directory_path() / ("tessel-trace-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto rank_trace = [&](int rank, double ts) {
+    const nlohmann::json trace = {
+        {"traceEvents",
+         {{{"name", "process_name"}, {"ph", "M"}, {"pid", rank}, {"tid", 0}},
+          {{"name", "F mb0 c0"}, {"ph", "X"}, {"pid", rank}, {"tid", 2}, {"ts", ts}, {"dur", 5}}}}};
+    const fs::path path = dir / ("trace-" + std::to_string(rank) + ".json");
+    std::ofstream(path) << trace.dump();
+    return path.string();
+  };
+  const std::vector<std::string> files = {rank_trace(0, 1000.0), rank_trace(1, 1250.0),
+                                          (dir / "trace-2.json").string()};
+  const TraceMergeResult result = merge_traces(files, (dir / "trace.json").string());
+  EXPECT_EQ(result.merged, 2);
+  EXPECT_EQ(result.missing, (std::vector<std::string>{files[2]}));
+  const auto merged = nlohmann::json::parse(std::ifstream(dir / "trace.json"));
+  std::vector<std::pair<int, double>> starts;
+  for (const auto& e : merged.at("traceEvents")) {
+    if (e.at("ph") == "X") starts.emplace_back(e.at("pid").get<int>(), e.at("ts").get<double>());
+  }
+  EXPECT_EQ(starts, (std::vector<std::pair<int, double>>{{0, 0.0}, {1, 250.0}}));
+
+  std::ofstream(dir / "broken.json") << "{";
+  EXPECT_THROW(merge_traces({(dir / "broken.json").string()}, (dir / "out.json").string()),
+               std::runtime_error);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tessel::launcher
