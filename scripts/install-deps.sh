@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev
   libcurl4-openssl-dev libssl-dev openssl
   libopenblas-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
 )
 # Tests of what users type run the real kubectl: whichever is on PATH, else Debian's.
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)

@@ -75,6 +75,7 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
                        {"resume", job.resume}};
   }
   if (!paths.trace_pattern.empty()) j["trace"] = {{"path", paths.trace_pattern}};
+  if (!paths.progress_address.empty()) j["progress"] = {{"address", paths.progress_address}};
   return j;
 }
 

@@ -17,6 +17,7 @@ struct JobFilePaths {
   std::string topology;        // the topology YAML the links are shaped from
   std::string trace_pattern;   // "{rank}" in it; empty: no traces
   std::string checkpoint_dir;  // used when the job checkpoints
+  std::string progress_address;  // the launcher's progress server; empty: stdout
 };
 
 nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,

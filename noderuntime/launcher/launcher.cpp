@@ -10,6 +10,7 @@
 
 #include "noderuntime/launcher/job_file.h"
 #include "noderuntime/launcher/local_topology.h"
+#include "noderuntime/launcher/progress_server.h"
 #include "noderuntime/launcher/run_report.h"
 #include "noderuntime/launcher/stage_binary.h"
 #include "noderuntime/launcher/stage_processes.h"
@@ -105,12 +106,15 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   write_file(dir / "model.yaml", placement::workload_to_yaml(job.workload));
   write_file(dir / "placement.json", placement::placement_to_json(result.plan.placement).dump(2));
   const std::vector<uint16_t> ports = pick_free_ports(job.world_size());
+  const uint64_t job_id = new_job_id();
+  ProgressServer progress(job_id);
   JobFilePaths paths;
+  paths.progress_address = progress.address();
   paths.topology = topology_path.string();
   paths.checkpoint_dir = (dir / "checkpoints").string();
   if (options.trace) paths.trace_pattern = (dir / "traces" / "trace-{rank}.json").string();
   const std::string job_text =
-      make_job_json(job, result.plan, ports, paths, new_job_id()).dump(2) + "\n";
+      make_job_json(job, result.plan, ports, paths, job_id).dump(2) + "\n";
   const fs::path job_path = dir / "job.json";
   write_file(job_path, job_text);
   try {
@@ -140,7 +144,8 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   {
     StopSignals signals;
     StageProcesses processes(binary, job_path.string(), labels, (dir / "logs").string());
-    run = supervise(processes, signals, tracker, {options.grace_s, options.out, options.tty});
+    run = supervise(processes, progress, signals, tracker,
+                    {options.grace_s, options.out, options.tty});
     for (const StageChild& child : processes.children()) {
       result.ranks[child.rank].exit = child.exit ? child.exit->describe() : "not started";
     }

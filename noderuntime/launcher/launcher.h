@@ -1,7 +1,8 @@
 // `tessel local` as a library: runs a whole training job on this machine. It measures how fast
 // a stage process computes here, plans the placement on the job's topology (or takes a given
 // one), writes job.json, starts one tessel-stage process per (stage, replica) with every link
-// shaped like the topology's, prints one progress line per step (step, loss, tokens/s, bubble,
+// shaped like the topology's, takes their progress over gRPC (progress_server.h), prints one
+// progress line per step (step, loss, tokens/s, bubble,
 // network wait, ETA), and writes the report (run_report.h) and the merged trace.
 //
 // Stopping: SIGINT or SIGTERM to the launcher asks every stage process to stop after the

@@ -8,17 +8,6 @@
 namespace tessel::launcher {
 namespace {
 
-template <typename T>
-T field(const nlohmann::json& event, const char* key, int rank) {
-  try {
-    return event.at(key).get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw std::runtime_error("rank " + std::to_string(rank) + " printed a step line without a " +
-                             (std::is_integral_v<T> ? "integer" : "numeric") + " \"" + key +
-                             "\": " + event.dump());
-  }
-}
-
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t n = values.size();
@@ -27,28 +16,35 @@ double median(std::vector<double> values) {
 
 }  // namespace
 
-std::optional<StepSummary> ProgressTracker::add_step(int rank, const nlohmann::json& event) {
-  const auto step = field<int64_t>(event, "step", rank);
+std::optional<StepSummary> ProgressTracker::add_step(int rank, const tessel::v1alpha1::Step& event) {
+  const int64_t step = event.step();
   if (step < 1 || step > steps_) {
     throw std::runtime_error("rank " + std::to_string(rank) + " reported step " +
                              std::to_string(step) + " of a " + std::to_string(steps_) +
                              "-step job");
   }
+  std::vector<RankStep>& mine_so_far = per_rank_.at(rank);
+  if (!mine_so_far.empty() && mine_so_far.back().step >= step) {
+    throw std::runtime_error("rank " + std::to_string(rank) + " reported step " +
+                             std::to_string(step) + " after step " +
+                             std::to_string(mine_so_far.back().step));
+  }
   RankStep mine;
-  mine.step_s = field<double>(event, "step_s", rank);
-  mine.compute_s = field<double>(event, "compute_s", rank);
-  mine.network_wait_s = field<double>(event, "network_wait_s", rank);
-  mine.bubble_fraction = field<double>(event, "bubble_fraction", rank);
-  per_rank_.at(rank).push_back(mine);
+  mine.step = step;
+  mine.step_s = event.step_s();
+  mine.compute_s = event.compute_s();
+  mine.network_wait_s = event.network_wait_s();
+  mine.bubble_fraction = event.bubble_fraction();
+  mine_so_far.push_back(mine);
 
   if (pending_.size() < static_cast<size_t>(step)) pending_.resize(step);
   Pending& p = pending_[step - 1];
   StepSummary& s = p.summary;
   if (p.reported == 0) {
     s.step = step;
-    s.loss = field<double>(event, "loss", rank);
-    s.grad_norm = field<double>(event, "grad_norm", rank);
-    s.tokens = field<int64_t>(event, "tokens", rank);
+    s.loss = event.loss();
+    s.grad_norm = event.grad_norm();
+    s.tokens = event.tokens();
   }
   s.step_s = std::max(s.step_s, mine.step_s);
   s.compute_s = std::max(s.compute_s, mine.compute_s);

@@ -1,17 +1,19 @@
-// The step lines of every rank (stage_process.h) gathered into one summary per step: a step
+// The step events of every rank (stage_process.h) gathered into one summary per step: a step
 // is complete when every rank has reported it. The loss and batch are the same on every rank;
 // the step time is the slowest rank's, bubble and network wait the mean over ranks.
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "tessel/v1alpha1/progress.pb.h"
+
 namespace tessel::launcher {
 
 struct RankStep {
+  int64_t step = 0;
   double step_s = 0;
   double compute_s = 0;
   double network_wait_s = 0;
@@ -34,9 +36,10 @@ class ProgressTracker {
  public:
   ProgressTracker(int ranks, int steps) : ranks_(ranks), steps_(steps), per_rank_(ranks) {}
 
-  // Records one "step" event of `rank`; returns the step's summary when it was the last rank
-  // to report it. Throws std::runtime_error naming the rank when a field is missing or wrong.
-  std::optional<StepSummary> add_step(int rank, const nlohmann::json& event);
+  // Records one step event of `rank`; returns the step's summary when it was the last rank
+  // to report it. Throws std::runtime_error naming the rank when the step is out of range or
+  // reported twice.
+  std::optional<StepSummary> add_step(int rank, const tessel::v1alpha1::Step& event);
 
   const std::vector<StepSummary>& steps() const { return done_; }
   int total_steps() const { return steps_; }

@@ -1,7 +1,6 @@
 #include "noderuntime/launcher/stage_processes.h"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -29,8 +28,8 @@ std::string signal_text(int signal) {
 
 // In the child between fork and exec: only async-signal-safe calls. Reports a failure to exec
 // as errno on the status pipe, which closes unread (O_CLOEXEC) when the exec succeeds.
-[[noreturn]] void exec_child(const char* binary, char* const argv[], int stdout_fd,
-                             const char* log_path, pid_t group, pid_t parent, int status_fd) {
+[[noreturn]] void exec_child(const char* binary, char* const argv[], const char* log_path,
+                             pid_t group, pid_t parent, int status_fd) {
   const auto fail = [status_fd] { child_failed(status_fd); };
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
   if (getppid() != parent) _exit(127);  // the launcher died before prctl
@@ -38,7 +37,7 @@ std::string signal_text(int signal) {
   const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   const int log_fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (null_fd < 0 || log_fd < 0) fail();
-  if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(stdout_fd, STDOUT_FILENO) < 0 ||
+  if (dup2(null_fd, STDIN_FILENO) < 0 || dup2(log_fd, STDOUT_FILENO) < 0 ||
       dup2(log_fd, STDERR_FILENO) < 0) {
     fail();
   }
@@ -83,11 +82,8 @@ StageProcesses::~StageProcesses() { kill_and_reap_all(); }
 
 void StageProcesses::start(const std::string& binary, const std::string& job_path,
                            StageChild& child) {
-  int out[2], status[2];
-  if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe: " + std::string(strerror(errno)));
+  int status[2];
   if (pipe2(status, O_CLOEXEC) != 0) {
-    close(out[0]);
-    close(out[1]);
     throw std::runtime_error("pipe: " + std::string(strerror(errno)));
   }
   const std::string rank = std::to_string(child.rank);
@@ -98,19 +94,16 @@ void StageProcesses::start(const std::string& binary, const std::string& job_pat
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
-    for (int fd : {out[0], out[1], status[0], status[1]}) close(fd);
+    for (int fd : {status[0], status[1]}) close(fd);
     throw std::runtime_error("fork: " + std::string(strerror(errno)));
   }
   if (pid == 0) {
-    exec_child(binary.c_str(), argv.data(), out[1], child.log_path.c_str(), group_, parent,
-               status[1]);
+    exec_child(binary.c_str(), argv.data(), child.log_path.c_str(), group_, parent, status[1]);
   }
   if (group_ == 0) group_ = pid;
   setpgid(pid, group_);  // also here: whichever of parent and child runs first sets it
-  close(out[1]);
   close(status[1]);
   child.pid = pid;
-  child.stdout_fd = out[0];
   int error = 0;
   ssize_t n;
   while ((n = read(status[0], &error, sizeof error)) < 0 && errno == EINTR) {
@@ -119,41 +112,6 @@ void StageProcesses::start(const std::string& binary, const std::string& job_pat
   if (n > 0) {
     throw std::runtime_error("rank " + rank + " (" + child.label + "): cannot start " + binary +
                              ": " + strerror(error));
-  }
-}
-
-void StageProcesses::poll(std::chrono::milliseconds timeout, int wake_fd,
-                          const std::function<void(int, const std::string&)>& on_line) {
-  std::vector<pollfd> fds;
-  std::vector<StageChild*> owners;
-  for (StageChild& child : children_) {
-    if (child.stdout_fd < 0) continue;
-    fds.push_back({child.stdout_fd, POLLIN, 0});
-    owners.push_back(&child);
-  }
-  if (wake_fd >= 0) fds.push_back({wake_fd, POLLIN, 0});
-  const int ready = ::poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
-  if (ready <= 0) return;  // timeout, or EINTR: the caller loops
-  for (size_t i = 0; i < owners.size(); ++i) {
-    if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    StageChild& child = *owners[i];
-    char buffer[65536];
-    const ssize_t n = read(child.stdout_fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      close(child.stdout_fd);
-      child.stdout_fd = -1;
-      if (!child.pending.empty()) on_line(child.rank, child.pending);  // a last, unended line
-      child.pending.clear();
-      continue;
-    }
-    child.pending.append(buffer, static_cast<size_t>(n));
-    size_t newline;
-    while ((newline = child.pending.find('\n')) != std::string::npos) {
-      const std::string line = child.pending.substr(0, newline);
-      child.pending.erase(0, newline + 1);
-      on_line(child.rank, line);
-    }
   }
 }
 
@@ -184,13 +142,6 @@ bool StageProcesses::all_reaped() const {
   return true;
 }
 
-bool StageProcesses::all_output_closed() const {
-  for (const StageChild& child : children_) {
-    if (child.stdout_fd >= 0) return false;
-  }
-  return true;
-}
-
 void StageProcesses::kill_and_reap_all() {
   for (StageChild& child : children_) {
     if (child.pid > 0 && !child.exit) {
@@ -199,10 +150,6 @@ void StageProcesses::kill_and_reap_all() {
       while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
       }
       child.exit = StageExit{true, SIGKILL};
-    }
-    if (child.stdout_fd >= 0) {
-      close(child.stdout_fd);
-      child.stdout_fd = -1;
     }
   }
 }

@@ -1,15 +1,13 @@
 // The stage processes of a local job: one tessel-stage per rank, started with fork/exec in a
 // process group of their own (so a terminal's Ctrl-C reaches the launcher alone, which stops
-// them in order), stdin from /dev/null, stdout through a pipe the launcher reads line by line,
-// stderr into a log file per rank. Each is killed by the kernel if the launcher's thread that
+// them in order), stdin from /dev/null, stdout and stderr into a log file per rank. Their
+// progress comes over gRPC (progress_server.h). Each is killed by the kernel if the launcher's thread that
 // started it dies (PR_SET_PDEATHSIG), so none outlives a launcher that is killed itself.
 // The destructor kills and reaps whatever still runs.
 #pragma once
 
 #include <sys/types.h>
 
-#include <chrono>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,8 +27,6 @@ struct StageChild {
   std::string label;  // "stage 1 replica 0"
   pid_t pid = -1;
   std::string log_path;
-  int stdout_fd = -1;   // -1 after end of output
-  std::string pending;  // output after the last complete line
   std::optional<StageExit> exit;
 };
 
@@ -44,17 +40,11 @@ class StageProcesses {
   StageProcesses(const StageProcesses&) = delete;
   StageProcesses& operator=(const StageProcesses&) = delete;
 
-  // Waits until some output arrives, wake_fd becomes readable or the timeout passes, then
-  // hands every complete line to on_line(rank, line).
-  void poll(std::chrono::milliseconds timeout, int wake_fd,
-            const std::function<void(int, const std::string&)>& on_line);
-
   // Collects the processes that have ended (without blocking); returns their ranks.
   std::vector<int> reap();
   // Sends the signal to every process not yet reaped.
   void signal_running(int signal);
   bool all_reaped() const;
-  bool all_output_closed() const;
   const std::vector<StageChild>& children() const { return children_; }
 
  private:

@@ -1,5 +1,6 @@
 #include "noderuntime/launcher/supervisor.h"
 
+#include <poll.h>
 #include <signal.h>
 
 #include <chrono>
@@ -14,9 +15,10 @@ using Clock = std::chrono::steady_clock;
 
 class Supervisor {
  public:
-  Supervisor(StageProcesses& processes, StopSignals& signals, ProgressTracker& tracker,
-             const SupervisorOptions& options)
+  Supervisor(StageProcesses& processes, ProgressServer& progress, StopSignals& signals,
+             ProgressTracker& tracker, const SupervisorOptions& options)
       : processes_(processes),
+        progress_(progress),
         signals_(signals),
         tracker_(tracker),
         options_(options),
@@ -24,12 +26,15 @@ class Supervisor {
 
   SupervisedRun run() {
     const Clock::time_point start = Clock::now();
-    while (!(processes_.all_reaped() && processes_.all_output_closed())) {
-      processes_.poll(std::chrono::milliseconds(200), signals_.fd(),
-                      [this](int rank, const std::string& line) { on_line(rank, line); });
+    while (!processes_.all_reaped()) {
+      wait_for_news(std::chrono::milliseconds(100));
+      take_events();
       for (int signal : signals_.take()) {
         if (signal == SIGINT || signal == SIGTERM) on_user_signal(signal);
       }
+      // A process delivers its events before it exits (it flushes its reporter): take what
+      // arrived before it was reaped.
+      take_events();
       on_ended(processes_.reap());
       if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
         note("the stage processes did not stop within the grace period: killing them");
@@ -52,18 +57,31 @@ class Supervisor {
   }
 
  private:
-  void on_line(int rank, const std::string& line) {
-    nlohmann::json event;
+  // Until an event or a signal arrives, or the timeout passes (a process may have ended).
+  void wait_for_news(std::chrono::milliseconds timeout) {
+    pollfd fds[2] = {{progress_.wake_fd(), POLLIN, 0}, {signals_.fd(), POLLIN, 0}};
+    ::poll(fds, 2, static_cast<int>(timeout.count()));  // EINTR: the caller loops
+  }
+
+  void take_events() {
+    for (const pb::StageEvent& event : progress_.take()) on_event(event);
+  }
+
+  void on_event(const pb::StageEvent& event) {
+    const int rank = event.tasklet().rank();
+    if (rank < 0 || rank >= static_cast<int>(errors_.size())) {
+      fail("a process reported as rank " + std::to_string(rank) + ", the job has " +
+           std::to_string(errors_.size()) + " ranks");
+      return;
+    }
     try {
-      event = nlohmann::json::parse(line);
-      const std::string kind = event.at("event").get<std::string>();
-      if (kind == "step") {
-        if (const auto summary = tracker_.add_step(rank, event)) show(*summary);
-      } else if (kind == "error") {
-        errors_[rank] = event.value("message", std::string("(no message)"));
+      if (event.has_step()) {
+        if (const auto summary = tracker_.add_step(rank, event.step())) show(*summary);
+      } else if (event.has_error()) {
+        errors_[rank] = event.error().message();
       }
     } catch (const std::exception& e) {
-      fail(label(rank) + " printed a line the launcher cannot read (" + e.what() + "): " + line);
+      fail(label(rank) + ": " + e.what());
     }
   }
 
@@ -180,13 +198,14 @@ class Supervisor {
   }
 
   StageProcesses& processes_;
+  ProgressServer& progress_;
   StopSignals& signals_;
   ProgressTracker& tracker_;
   const SupervisorOptions& options_;
-  std::vector<std::optional<std::string>> errors_;  // per rank, its error line's message
+  std::vector<std::optional<std::string>> errors_;  // per rank, its error event's message
   std::vector<int> failed_;       // ranks that ended badly before anyone was stopped
   std::vector<int> ended_badly_;  // ranks that ended badly, not by the launcher's signals, in order
-  std::string failure_;           // a failure of the launcher's own (an unreadable line)
+  std::string failure_;           // a failure of the launcher's own (an event it cannot use)
   int user_signal_ = 0;
   bool stopping_ = false;
   bool killed_ = false;
@@ -196,9 +215,9 @@ class Supervisor {
 
 }  // namespace
 
-SupervisedRun supervise(StageProcesses& processes, StopSignals& signals, ProgressTracker& tracker,
-                        const SupervisorOptions& options) {
-  return Supervisor(processes, signals, tracker, options).run();
+SupervisedRun supervise(StageProcesses& processes, ProgressServer& progress, StopSignals& signals,
+                        ProgressTracker& tracker, const SupervisorOptions& options) {
+  return Supervisor(processes, progress, signals, tracker, options).run();
 }
 
 }  // namespace tessel::launcher

@@ -313,6 +313,23 @@ void parse_trace(const Section& root, JobSpec& job) {
   if (job.trace_path.empty()) t.fail("trace.path", "must not be empty");
 }
 
+// "host:port", port in [1, 65535], host not empty (a name, an IPv4 address or [IPv6]).
+void parse_progress(const Section& root, JobSpec& job) {
+  if (!root.has("progress")) return;
+  const Section p = root.section("progress");
+  p.allow({"address"});
+  job.progress_address = p.required_string("address");
+  const std::string& a = job.progress_address;
+  const size_t colon = a.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : a.substr(colon + 1);
+  const bool digits = !port.empty() && port.size() <= 5 &&
+                      port.find_first_not_of("0123456789") == std::string::npos;
+  if (colon == 0 || colon == std::string::npos || !digits || std::stoi(port) < 1 ||
+      std::stoi(port) > 65535) {
+    p.fail("progress.address", "expected host:port, got '" + a + "'");
+  }
+}
+
 }  // namespace
 
 JobSpec parse_job_spec(const std::string& text, const std::string& source) {
@@ -324,7 +341,7 @@ JobSpec parse_job_spec(const std::string& text, const std::string& source) {
   }
   const Section root(document, "", source);
   root.allow({"format_version", "job_id", "workload", "training", "data", "schedule", "pipeline",
-              "ranks", "links", "timeouts", "checkpoint", "trace"});
+              "ranks", "links", "timeouts", "checkpoint", "trace", "progress"});
   const int64_t version = root.integer("format_version", 1, 0, kIntMax);
   if (version != 1) root.fail("format_version", "unsupported version " + std::to_string(version));
   JobSpec job;
@@ -339,6 +356,7 @@ JobSpec parse_job_spec(const std::string& text, const std::string& source) {
   parse_timeouts(root, job);
   parse_checkpoint(root, job);
   parse_trace(root, job);
+  parse_progress(root, job);
   try {
     job.training.validate();
     job.layout.validate(job.model);

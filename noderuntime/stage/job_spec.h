@@ -34,11 +34,13 @@
 //   "timeouts": {"connect_s": 60, "io_s": 300},   io_s must exceed the longest compute a peer
 //                                 can wait through (a silent peer fails after io_s)
 //   "checkpoint": {"dir": "ckpt", "interval": 10 (0: only when stopped), "resume": true},
-//   "trace": {"path": "trace-{rank}.json"}   optional; {rank} is replaced by the rank
+//   "trace": {"path": "trace-{rank}.json"},  optional; {rank} is replaced by the rank
+//   "progress": {"address": "127.0.0.1:7070"}  optional: where the StageProgress gRPC service
+//                                 (proto/tessel/v1alpha1/progress.proto) listens
 // }
 //
-// Progress: tessel-stage prints one JSON object per line on stdout (stage_process.h lists
-// the events), e.g.
+// Progress: over gRPC to progress.address; without one, tessel-stage prints one JSON object
+// per line on stdout (stage_process.h lists the events), e.g.
 //   {"event":"step","rank":1,"stage":1,"replica":0,"step":3,"loss":5.12,"grad_norm":0.93,
 //    "tokens":4096,"tokens_per_s":5230.1,"step_s":0.78,"compute_s":0.51,
 //    "bubble_fraction":0.35,"network_wait_s":0.21}
@@ -89,6 +91,7 @@ struct JobSpec {
   std::chrono::milliseconds io_timeout{300000};
   CheckpointSpec checkpoint;
   std::string trace_path;  // may hold "{rank}"
+  std::string progress_address;  // host:port of the StageProgress service; empty: stdout
 };
 
 // source names the text in errors (the file's path). Throws ConfigError.

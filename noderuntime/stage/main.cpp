@@ -1,13 +1,17 @@
 // tessel-stage: one tasklet (a pipeline stage of one data-parallel replica) of a training job.
 //   tessel-stage --job job.json --rank R [--no-overlap]
 // --no-overlap overrides the job's schedule.overlap (for benchmarks of the overlap itself).
-// job.json is described in job_spec.h, the progress lines and exit status in stage_process.h.
+// job.json is described in job_spec.h, the progress events and exit status in stage_process.h.
+// Progress goes over gRPC to the job's progress.address, or as JSON lines to stdout.
 #include <atomic>
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <memory>
+#include <random>
 #include <string>
 
+#include "noderuntime/stage/grpc_progress_reporter.h"
 #include "noderuntime/stage/job_spec.h"
 #include "noderuntime/stage/stage_process.h"
 
@@ -31,8 +35,9 @@ void install_stop_handlers() {
 
 constexpr const char* kUsage =
     "usage: tessel-stage --job JOB.json --rank R [--no-overlap]\n"
-    "  Runs rank R of the training job described by JOB.json and prints one JSON progress\n"
-    "  line per event on stdout. SIGTERM/SIGINT stop every rank after the current step.\n"
+    "  Runs rank R of the training job described by JOB.json. Progress goes to the job's\n"
+    "  progress.address over gRPC, or as one JSON line per event on stdout when it has none.\n"
+    "  SIGTERM/SIGINT stop every rank after the current step.\n"
     "  --no-overlap: wait for every communication at once, all-reduce after the backward\n"
     "  (every rank of the job must be given the same choice).\n";
 
@@ -86,5 +91,21 @@ int main(int argc, char** argv) {
     std::cerr << "tessel-stage: " << e.what() << '\n';
     return 2;
   }
-  return tessel::stage::run_stage_process(job, rank, std::cout, std::cerr, g_stop_signal);
+  std::random_device entropy;
+  const uint64_t incarnation = uint64_t{entropy()} << 32 | entropy();
+  tessel::stage::pb::Tasklet tasklet = tessel::stage::tasklet_of(job, rank, incarnation);
+  std::unique_ptr<tessel::stage::ProgressReporter> progress;
+  if (job.progress_address.empty()) {
+    progress = std::make_unique<tessel::stage::JsonLinesReporter>(std::move(tasklet), std::cout);
+  } else {
+    progress = std::make_unique<tessel::stage::GrpcProgressReporter>(std::move(tasklet),
+                                                                     job.progress_address);
+  }
+  const int status =
+      tessel::stage::run_stage_process(job, rank, *progress, std::cerr, g_stop_signal);
+  if (!progress->flush(std::chrono::seconds(10))) {
+    std::cerr << "tessel-stage rank " << rank << ": progress: the last events did not reach "
+              << job.progress_address << " within 10 s\n";
+  }
+  return status;
 }

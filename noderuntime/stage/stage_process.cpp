@@ -7,7 +7,6 @@
 
 #include "kernels/cpu/threading.h"
 #include "noderuntime/stage/checkpoint.h"
-#include "noderuntime/stage/progress.h"
 #include "noderuntime/stage/stage_runtime.h"
 #include "noderuntime/transport/tcp_communicator.h"
 
@@ -40,11 +39,25 @@ std::optional<int64_t> agreed_resume_step(const JobSpec& job, transport::Communi
   return static_cast<int64_t>(step_plus_one) - 1;
 }
 
-// "SIGTERM", or null for 0 (no signal on this rank).
-nlohmann::ordered_json signal_name(int signal) {
-  if (signal == 0) return nullptr;
+// "SIGTERM", or empty for 0 (no signal on this rank).
+std::string signal_name(int signal) {
+  if (signal == 0) return "";
   const char* abbreviation = sigabbrev_np(signal);
   return abbreviation ? "SIG" + std::string(abbreviation) : std::to_string(signal);
+}
+
+pb::Step step_message(const StepReport& report) {
+  pb::Step step;
+  step.set_step(report.step);
+  step.set_loss(report.loss);
+  step.set_grad_norm(report.grad_norm);
+  step.set_tokens(report.tokens);
+  step.set_tokens_per_s(report.tokens_per_s);
+  step.set_step_s(report.step_s);
+  step.set_compute_s(report.compute_s);
+  step.set_bubble_fraction(report.bubble_fraction);
+  step.set_network_wait_s(report.network_wait_s);
+  return step;
 }
 
 int64_t parameter_count(const StageRuntime& runtime) {
@@ -55,20 +68,29 @@ int64_t parameter_count(const StageRuntime& runtime) {
 
 }  // namespace
 
-int run_stage_process(const JobSpec& job, int rank, std::ostream& out, std::ostream& err,
+pb::Tasklet tasklet_of(const JobSpec& job, int rank, uint64_t incarnation) {
+  const int world = job.layout.world_size();
+  const auto t =
+      rank >= 0 && rank < world ? job.layout.tasklet_of(rank) : PipelineLayout::Tasklet{-1, -1};
+  pb::Tasklet tasklet;
+  tasklet.set_job_id(job.job_id);
+  tasklet.set_rank(rank);
+  tasklet.set_stage(t.stage);
+  tasklet.set_replica(t.replica);
+  tasklet.set_incarnation(incarnation);
+  return tasklet;
+}
+
+int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, std::ostream& err,
                       const std::atomic<int>& stop_signal) {
   const int world = job.layout.world_size();
-  const auto tasklet =
-      rank >= 0 && rank < world ? job.layout.tasklet_of(rank) : PipelineLayout::Tasklet{-1, -1};
-  auto event = [&](const char* name) {
-    return progress_event(name, rank, tasklet.stage, tasklet.replica);
-  };
-  if (tasklet.stage < 0) {
-    nlohmann::ordered_json line = event("error");
-    line["message"] =
+  if (progress.tasklet().stage() < 0) {
+    const std::string message =
         "--rank " + std::to_string(rank) + " is out of range [0, " + std::to_string(world) + ")";
-    print_progress(out, line);
-    err << "tessel-stage: " << line["message"].get<std::string>() << '\n';
+    pb::StageEvent failed;
+    failed.mutable_error()->set_message(message);
+    progress.report(failed);
+    err << "tessel-stage: " << message << '\n';
     return 1;
   }
   std::optional<StepTrace> trace;
@@ -88,47 +110,50 @@ int run_stage_process(const JobSpec& job, int rank, std::ostream& out, std::ostr
       resumed = agreed_resume_step(job, *comm);
       if (resumed) load_checkpoint(job.checkpoint.dir, *resumed, runtime);
     }
-    nlohmann::ordered_json start = event("start");
-    start["world_size"] = world;
-    start["steps"] = job.steps;
-    start["parameters"] = parameter_count(runtime);
-    start["resumed_from"] = resumed ? nlohmann::ordered_json(*resumed) : nlohmann::ordered_json();
-    print_progress(out, start);
+    pb::StageEvent start;
+    pb::Started& started = *start.mutable_started();
+    started.set_world_size(world);
+    started.set_steps(job.steps);
+    started.set_parameters(parameter_count(runtime));
+    if (resumed) started.set_resumed_from(*resumed);
+    progress.report(start);
 
     int64_t saved_step = resumed.value_or(-1);
     auto checkpoint = [&] {
       save_checkpoint(job.checkpoint.dir, runtime, *comm);
       saved_step = runtime.steps_done();
-      nlohmann::ordered_json line = event("checkpoint");
-      line["step"] = saved_step;
-      line["dir"] = checkpoint_step_dir(job.checkpoint.dir, saved_step);
-      print_progress(out, line);
+      pb::StageEvent written;
+      written.mutable_checkpoint()->set_step(saved_step);
+      written.mutable_checkpoint()->set_dir(checkpoint_step_dir(job.checkpoint.dir, saved_step));
+      progress.report(written);
     };
     while (runtime.steps_done() < job.steps) {
       const StepReport report = runtime.train_step(stop_signal.load() != 0);
-      print_progress(out, step_event(report, rank, tasklet.stage, tasklet.replica));
+      pb::StageEvent step;
+      *step.mutable_step() = step_message(report);
+      progress.report(step);
       const bool due = job.checkpoint.interval > 0 && report.step % job.checkpoint.interval == 0;
       if (checkpoints && (due || report.stop || report.step == job.steps)) checkpoint();
       if (report.stop) {
         const int signal = stop_signal.load();
-        nlohmann::ordered_json line = event("stopped");
-        line["step"] = report.step;
-        line["signal"] = signal_name(signal);
-        print_progress(out, line);
+        pb::StageEvent stopped;
+        stopped.mutable_stopped()->set_step(report.step);
+        stopped.mutable_stopped()->set_signal(signal_name(signal));
+        progress.report(stopped);
         write_trace();
         return signal != 0 ? 128 + signal : 0;
       }
     }
     if (checkpoints && saved_step != runtime.steps_done()) checkpoint();
     write_trace();
-    nlohmann::ordered_json done = event("done");
-    done["step"] = runtime.steps_done();
-    print_progress(out, done);
+    pb::StageEvent done;
+    done.mutable_done()->set_step(runtime.steps_done());
+    progress.report(done);
     return 0;
   } catch (const std::exception& e) {
-    nlohmann::ordered_json line = event("error");
-    line["message"] = e.what();
-    print_progress(out, line);
+    pb::StageEvent failed;
+    failed.mutable_error()->set_message(e.what());
+    progress.report(failed);
     err << "tessel-stage rank " << rank << " (" << job.addresses[rank].label
         << "): error: " << e.what() << '\n';
     try {

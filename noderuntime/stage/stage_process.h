@@ -4,13 +4,16 @@
 // trains the job's steps, checkpoints every `interval` steps and at the end, and writes its
 // Chrome trace when asked.
 //
-// Progress on `out`, one JSON object per line (progress.h):
+// Progress through `progress` (progress_reporter.h; the events of progress.proto, named here
+// as in the JSON lines):
 //   start       world_size, steps, parameters (this rank's), resumed_from (a step or null)
 //   step        after every step (job_spec.h shows one)
 //   checkpoint  step, dir: a checkpoint was written
-//   stopped     step, signal (its name, or null when another rank's signal stopped the job)
+//   stopped     step, signal (its name; empty, or null in JSON, when another rank's signal
+//               stopped the job)
 //   done        step
 //   error       message: the run failed (also written to `err`)
+// The caller flushes `progress` before the process exits.
 //
 // Stopping: a signal (SIGTERM, SIGINT) sets stop_signal; the rank votes to stop in the step
 // under way, every rank learns the vote with that step's loss, and all of them stop after the
@@ -21,13 +24,18 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <ostream>
 
 #include "noderuntime/stage/job_spec.h"
+#include "noderuntime/stage/progress_reporter.h"
 
 namespace tessel::stage {
 
-int run_stage_process(const JobSpec& job, int rank, std::ostream& out, std::ostream& err,
+// Who rank R of the job is (stage and replica -1 when R is out of range).
+pb::Tasklet tasklet_of(const JobSpec& job, int rank, uint64_t incarnation);
+
+int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, std::ostream& err,
                       const std::atomic<int>& stop_signal);
 
 }  // namespace tessel::stage

@@ -1,4 +1,4 @@
-// Step lines of every rank become one summary per step, once every rank has reported it.
+// Step events of every rank become one summary per step, once every rank has reported it.
 #include "noderuntime/launcher/progress_tracker.h"
 
 #include <gtest/gtest.h>
@@ -6,17 +6,30 @@
 namespace tessel::launcher {
 namespace {
 
-nlohmann::json step_line(int step, double loss, double step_s, double wait_s, double bubble) {
-  return {{"event", "step"},
-          {"step", step},
-          {"loss", loss},
-          {"grad_norm", 0.5},
-          {"tokens", 1000},
-          {"tokens_per_s", 1000 / step_s},
-          {"step_s", step_s},
-          {"compute_s", step_s / 2},
-          {"bubble_fraction", bubble},
-          {"network_wait_s", wait_s}};
+tessel::v1alpha1::Step step_line(int step, double loss, double step_s, double wait_s,
+                                 double bubble) {
+  tessel::v1alpha1::Step s;
+  s.set_step(step);
+  s.set_loss(loss);
+  s.set_grad_norm(0.5);
+  s.set_tokens(1000);
+  s.set_tokens_per_s(1000 / step_s);
+  s.set_step_s(step_s);
+  s.set_compute_s(step_s / 2);
+  s.set_bubble_fraction(bubble);
+  s.set_network_wait_s(wait_s);
+  return s;
+}
+
+// The message names the rank and says what is wrong.
+void expect_refused(ProgressTracker& tracker, int rank, const tessel::v1alpha1::Step& step,
+                    const std::string& says) {
+  try {
+    tracker.add_step(rank, step);
+    ADD_FAILURE() << "step " << step.step() << " of rank " << rank << " was taken";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
 }
 
 TEST(ProgressTracker, StepCompletesWhenEveryRankReportedIt) {
@@ -48,24 +61,14 @@ TEST(ProgressTracker, EtaAndIterationLeaveTheFirstStepOut) {
   EXPECT_EQ(line, "step 4/10  loss 3.0000  500 tok/s  bubble 0%  net wait 0.000 s  ETA 0:12");
 }
 
-TEST(ProgressTracker, BadLinesNameTheRank) {
+TEST(ProgressTracker, StepsOutOfRangeOrRepeatedAreRefusedNamingTheRank) {
   ProgressTracker tracker(2, 3);
-  nlohmann::json no_loss = step_line(1, 1, 1, 0, 0);
-  no_loss.erase("loss");
-  EXPECT_THROW(
-      {
-        try {
-          tracker.add_step(1, no_loss);
-        } catch (const std::runtime_error& e) {
-          EXPECT_NE(std::string(e.what()).find("rank 1 printed a step line without a numeric "
-                                               "\"loss\""),
-                    std::string::npos)
-              << e.what();
-          throw;
-        }
-      },
-      std::runtime_error);
-  EXPECT_THROW(tracker.add_step(0, step_line(4, 1, 1, 0, 0)), std::runtime_error);
+  expect_refused(tracker, 0, step_line(4, 1, 1, 0, 0), "rank 0 reported step 4 of a 3-step job");
+  expect_refused(tracker, 1, step_line(0, 1, 1, 0, 0), "rank 1 reported step 0 of a 3-step job");
+  ASSERT_FALSE(tracker.add_step(1, step_line(2, 1, 1, 0, 0)));
+  expect_refused(tracker, 1, step_line(2, 1, 1, 0, 0), "rank 1 reported step 2 after step 2");
+  expect_refused(tracker, 1, step_line(1, 1, 1, 0, 0), "rank 1 reported step 1 after step 2");
+  EXPECT_TRUE(tracker.add_step(0, step_line(2, 1, 1, 0, 0)));  // rank 0 resumed at step 2 too
 }
 
 TEST(ProgressTracker, DurationsReadLikeAClock) {

@@ -34,7 +34,8 @@ json good_job() {
               "pairs": [{"a": 0, "b": 2, "gbps": 0.8, "latency_ms": 30}]},
     "timeouts": {"connect_s": 5, "io_s": 2.5},
     "checkpoint": {"dir": "ckpt", "interval": 2, "resume": true},
-    "trace": {"path": "trace-{rank}.json"}
+    "trace": {"path": "trace-{rank}.json"},
+    "progress": {"address": "127.0.0.1:7070"}
   })");
 }
 
@@ -75,13 +76,15 @@ TEST(JobSpec, ParsesACompleteJob) {
   EXPECT_EQ(job.checkpoint.interval, 2);
   EXPECT_TRUE(job.checkpoint.resume);
   EXPECT_EQ(trace_path_for(job, 3), "trace-3.json");
+  EXPECT_EQ(job.progress_address, "127.0.0.1:7070");
   EXPECT_EQ(job.data.kind, DataSpec::Kind::kSynthetic);
   EXPECT_EQ(job.data.bytes, 10000);
 }
 
 TEST(JobSpec, OptionalSectionsDefault) {
   json job = good_job();
-  for (const char* key : {"links", "timeouts", "checkpoint", "trace", "job_id", "format_version"}) {
+  for (const char* key :
+       {"links", "timeouts", "checkpoint", "trace", "progress", "job_id", "format_version"}) {
     job.erase(key);
   }
   job["schedule"] = {{"kind", "1f1b"}};
@@ -91,6 +94,7 @@ TEST(JobSpec, OptionalSectionsDefault) {
   EXPECT_TRUE(spec.training.overlap);
   EXPECT_TRUE(spec.checkpoint.dir.empty());
   EXPECT_EQ(trace_path_for(spec, 0), "");
+  EXPECT_EQ(spec.progress_address, "");  // progress on stdout
   EXPECT_EQ(spec.layout.layer_split, (std::vector<int>{3, 1}));
 }
 
@@ -157,6 +161,11 @@ TEST(JobSpec, ErrorsNameTheField) {
       {"/workload/model/heads", 5, "job.json: workload: heads: hidden (32) must be a multiple"},
       {"/workload/training/global_batch", 10, "job.json: workload.training: global_batch 10"},
       {"/format_version", 2, "job.json: format_version: unsupported version 2"},
+      {"/progress/address", "localhost", "job.json: progress.address: expected host:port, got "},
+      {"/progress/address", ":80", "job.json: progress.address: expected host:port, got ':80'"},
+      {"/progress/address", "h:0", "job.json: progress.address: expected host:port, got 'h:0'"},
+      {"/progress/address", "h:99999", "progress.address: expected host:port, got 'h:99999'"},
+      {"/progress/port", 1, "job.json: progress.port: unknown field"},
   };
   for (const Bad& bad : cases) {
     json job = good_job();

@@ -1,0 +1,44 @@
+// The launcher's end of StageProgress (proto/tessel/v1alpha1/progress.proto): a gRPC server on
+// 127.0.0.1 (a port the kernel picks) that takes the events of one job's stage processes,
+// acknowledges each, drops the ones a reconnecting process sends again, and hands the rest to
+// the launcher's thread in arrival order. Events of another job are refused.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tessel/v1alpha1/progress.pb.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace tessel::launcher {
+
+namespace pb = tessel::v1alpha1;
+
+class ProgressServer {
+ public:
+  // Listens on 127.0.0.1:port (0: a port the kernel picks). Throws std::runtime_error when it
+  // cannot.
+  explicit ProgressServer(uint64_t job_id, int port = 0);
+  ~ProgressServer();
+  ProgressServer(const ProgressServer&) = delete;
+  ProgressServer& operator=(const ProgressServer&) = delete;
+
+  std::string address() const;  // "127.0.0.1:port"
+  // Readable while events wait to be taken (for poll).
+  int wake_fd() const;
+  // The events received since the last call, each once, in arrival order.
+  std::vector<pb::StageEvent> take();
+
+ private:
+  class Service;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace tessel::launcher

@@ -1,0 +1,159 @@
+#include "noderuntime/stage/grpc_progress_reporter.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+
+#include "tessel/v1alpha1/progress.grpc.pb.h"
+
+namespace tessel::stage {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kFirstBackoff{100};
+constexpr milliseconds kLastBackoff{5000};
+constexpr milliseconds kStopGrace{2000};
+
+std::shared_ptr<grpc::Channel> progress_channel(const std::string& address) {
+  grpc::ChannelArguments args;
+  // The launcher may start after its processes try to connect, and restart: reconnect fast
+  // instead of gRPC's default of up to two minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstBackoff.count()));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstBackoff.count()));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kLastBackoff.count()));
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace
+
+// The stream in flight, so that the destructor can cancel it.
+struct GrpcProgressReporter::Stream {
+  grpc::ClientContext context;
+  bool reader_done = false;  // the server's side ended: the stream is over
+};
+
+GrpcProgressReporter::GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address)
+    : ProgressReporter(std::move(tasklet)),
+      address_(address),
+      channel_(progress_channel(address)),
+      sender_([this] { run(); }) {}
+
+GrpcProgressReporter::~GrpcProgressReporter() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  flush(kStopGrace);
+  {
+    std::lock_guard lock(mutex_);
+    abandon_ = true;
+    if (stream_) stream_->context.TryCancel();
+  }
+  changed_.notify_all();
+  sender_.join();
+}
+
+void GrpcProgressReporter::send(pb::StageEvent event) {
+  {
+    std::lock_guard lock(mutex_);
+    unacknowledged_.push_back(std::move(event));
+  }
+  changed_.notify_all();
+}
+
+bool GrpcProgressReporter::flush(milliseconds within) {
+  std::unique_lock lock(mutex_);
+  return changed_.wait_for(lock, within, [this] { return unacknowledged_.empty(); });
+}
+
+void GrpcProgressReporter::acknowledged(uint64_t sequence) {
+  {
+    std::lock_guard lock(mutex_);
+    while (!unacknowledged_.empty() && unacknowledged_.front().sequence() <= sequence) {
+      unacknowledged_.pop_front();
+    }
+  }
+  changed_.notify_all();
+}
+
+void GrpcProgressReporter::run() {
+  milliseconds backoff = kFirstBackoff;
+  while (true) {
+    {
+      std::unique_lock lock(mutex_);
+      changed_.wait(lock, [this] { return abandon_ || stopping_ || !unacknowledged_.empty(); });
+      if (abandon_ || unacknowledged_.empty()) return;  // stopping with everything delivered
+    }
+    if (stream_once()) {
+      backoff = kFirstBackoff;
+      continue;
+    }
+    std::unique_lock lock(mutex_);
+    if (changed_.wait_for(lock, backoff, [this] { return abandon_; })) return;
+    backoff = std::min(backoff * 2, kLastBackoff);
+  }
+}
+
+bool GrpcProgressReporter::stream_once() {
+  auto stub = pb::StageProgress::NewStub(channel_);
+  auto stream = std::make_shared<Stream>();
+  {
+    std::lock_guard lock(mutex_);
+    if (abandon_) return false;
+    stream_ = stream;
+  }
+  auto call = stub->Report(&stream->context);
+  bool acknowledged_any = false;
+  std::thread reader([&] {
+    pb::ReportReply reply;
+    while (call->Read(&reply)) {
+      acknowledged_any = true;
+      acknowledged(reply.received());
+    }
+    {
+      std::lock_guard lock(mutex_);
+      stream->reader_done = true;
+    }
+    changed_.notify_all();
+  });
+
+  uint64_t written = 0;  // the newest sequence written on this stream
+  bool broken = false;
+  std::unique_lock lock(mutex_);
+  while (true) {
+    const auto next = std::find_if(unacknowledged_.begin(), unacknowledged_.end(),
+                                   [&](const pb::StageEvent& e) { return e.sequence() > written; });
+    if (abandon_ || stream->reader_done) {
+      broken = !(stopping_ && unacknowledged_.empty());
+      break;
+    }
+    if (next != unacknowledged_.end()) {
+      const pb::StageEvent event = *next;
+      lock.unlock();
+      const bool ok = call->Write(event);
+      lock.lock();
+      if (!ok) {
+        broken = true;
+        break;
+      }
+      written = event.sequence();
+      continue;
+    }
+    if (stopping_ && unacknowledged_.empty()) break;
+    changed_.wait(lock);
+  }
+  stream_.reset();
+  lock.unlock();
+  if (broken) {
+    stream->context.TryCancel();
+  } else {
+    call->WritesDone();
+  }
+  reader.join();
+  const grpc::Status status = call->Finish();
+  return (!broken && status.ok()) || acknowledged_any;
+}
+
+}  // namespace tessel::stage

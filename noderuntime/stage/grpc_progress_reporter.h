@@ -1,0 +1,56 @@
+// Progress over gRPC (StageProgress.Report, proto/tessel/v1alpha1/progress.proto) to the
+// launcher or the operator. report() only queues; a sender thread keeps one stream open,
+// writes every event not yet acknowledged, and when the stream breaks (the server restarted,
+// the network dropped) opens a new one after a backoff (0.1 s doubling to 5 s) and sends
+// again from the first unacknowledged event. Training never waits for the server.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "noderuntime/stage/progress_reporter.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace tessel::stage {
+
+class GrpcProgressReporter : public ProgressReporter {
+ public:
+  // address: "host:port".
+  GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address);
+  // Stops the sender after a last flush of at most the destructor's grace (2 s).
+  ~GrpcProgressReporter() override;
+
+  bool flush(std::chrono::milliseconds within) override;
+
+ protected:
+  void send(pb::StageEvent event) override;
+
+ private:
+  struct Stream;
+  void run();
+  // One stream's life, until everything is delivered after stopping, or it breaks. True when
+  // it ended cleanly or the server acknowledged something (the backoff starts over).
+  bool stream_once();
+  void acknowledged(uint64_t sequence);
+
+  const std::string address_;
+  const std::shared_ptr<grpc::Channel> channel_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<pb::StageEvent> unacknowledged_;  // in sequence order
+  uint64_t last_sequence_ = 0;                 // of the newest event queued
+  bool stopping_ = false;  // no more events will come: end once they are delivered
+  bool abandon_ = false;   // end now, delivered or not
+  std::shared_ptr<Stream> stream_;  // the stream in flight
+  std::thread sender_;
+};
+
+}  // namespace tessel::stage

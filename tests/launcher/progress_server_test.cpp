@@ -1,0 +1,167 @@
+// Stage progress over gRPC: a stage process's reporter and the launcher's server, over real
+// sockets on 127.0.0.1.
+#include "noderuntime/launcher/progress_server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+
+#include <chrono>
+#include <thread>
+
+#include "noderuntime/stage/grpc_progress_reporter.h"
+#include "tessel/v1alpha1/progress.grpc.pb.h"
+
+namespace tessel::launcher {
+namespace {
+
+using namespace std::chrono_literals;
+
+pb::Tasklet tasklet(uint64_t job_id, int rank, uint64_t incarnation = 7) {
+  pb::Tasklet t;
+  t.set_job_id(job_id);
+  t.set_rank(rank);
+  t.set_stage(rank);
+  t.set_replica(0);
+  t.set_incarnation(incarnation);
+  return t;
+}
+
+pb::StageEvent step(int64_t n) {
+  pb::StageEvent e;
+  e.mutable_step()->set_step(n);
+  e.mutable_step()->set_loss(5.0 - 0.1 * static_cast<double>(n));
+  return e;
+}
+
+// Takes events until `count` have arrived or `within` has passed.
+std::vector<pb::StageEvent> take(ProgressServer& server, size_t count,
+                                 std::chrono::milliseconds within = 10s) {
+  std::vector<pb::StageEvent> all;
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (all.size() < count && std::chrono::steady_clock::now() < deadline) {
+    pollfd fd{server.wake_fd(), POLLIN, 0};
+    ::poll(&fd, 1, 50);
+    for (pb::StageEvent& e : server.take()) all.push_back(std::move(e));
+  }
+  return all;
+}
+
+// A port nothing listens on, that a server can take next.
+int free_port() {
+  ProgressServer probe(1);
+  const std::string address = probe.address();
+  return std::stoi(address.substr(address.rfind(':') + 1));
+}
+
+TEST(ProgressServer, EventsArriveOnceInOrderWithTheTaskletAndSequence) {
+  ProgressServer server(42);
+  {
+    stage::GrpcProgressReporter reporter(tasklet(42, 1), server.address());
+    for (int n = 1; n <= 50; ++n) reporter.report(step(n));
+    EXPECT_TRUE(reporter.flush(10s));
+  }
+  const std::vector<pb::StageEvent> events = take(server, 50);
+  ASSERT_EQ(events.size(), 50u);
+  for (int n = 1; n <= 50; ++n) {
+    const pb::StageEvent& e = events[n - 1];
+    EXPECT_EQ(e.sequence(), static_cast<uint64_t>(n));
+    EXPECT_EQ(e.step().step(), n);
+    EXPECT_EQ(e.tasklet().rank(), 1);
+    EXPECT_EQ(e.tasklet().job_id(), 42u);
+  }
+  EXPECT_TRUE(take(server, 1, 200ms).empty());
+}
+
+TEST(ProgressServer, AReporterStartedBeforeTheServerDeliversOnceItListens) {
+  const int port = free_port();
+  stage::GrpcProgressReporter reporter(tasklet(3, 0), "127.0.0.1:" + std::to_string(port));
+  reporter.report(step(1));
+  reporter.report(step(2));
+  EXPECT_FALSE(reporter.flush(300ms));  // nobody listens yet
+  ProgressServer server(3, port);
+  EXPECT_TRUE(reporter.flush(10s));
+  const std::vector<pb::StageEvent> events = take(server, 2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].step().step(), 1);
+  EXPECT_EQ(events[1].step().step(), 2);
+}
+
+TEST(ProgressServer, EventsSentWhileTheServerRestartsAreDeliveredToTheNewOne) {
+  const int port = free_port();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  stage::GrpcProgressReporter reporter(tasklet(5, 2), address);
+  {
+    ProgressServer first(5, port);
+    reporter.report(step(1));
+    ASSERT_TRUE(reporter.flush(10s));
+    ASSERT_EQ(take(first, 1).size(), 1u);
+  }
+  reporter.report(step(2));  // the server is gone
+  reporter.report(step(3));
+  ProgressServer second(5, port);
+  EXPECT_TRUE(reporter.flush(20s));
+  const std::vector<pb::StageEvent> events = take(second, 2);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].step().step(), 2);
+  EXPECT_EQ(events[1].step().step(), 3);
+}
+
+TEST(ProgressServer, AnEventSentAgainIsAcknowledgedAndDroppedButANewIncarnationCounts) {
+  ProgressServer server(9);
+  auto stub = pb::StageProgress::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  auto send_all = [&](const std::vector<pb::StageEvent>& events) {
+    grpc::ClientContext context;
+    auto stream = stub->Report(&context);
+    std::vector<uint64_t> acknowledged;
+    for (const pb::StageEvent& e : events) {
+      EXPECT_TRUE(stream->Write(e));
+      pb::ReportReply reply;
+      EXPECT_TRUE(stream->Read(&reply));
+      acknowledged.push_back(reply.received());
+    }
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+    return acknowledged;
+  };
+  auto numbered = [](pb::StageEvent e, uint64_t incarnation, uint64_t sequence) {
+    *e.mutable_tasklet() = tasklet(9, 0, incarnation);
+    e.set_sequence(sequence);
+    return e;
+  };
+  EXPECT_EQ(send_all({numbered(step(1), 1, 1), numbered(step(2), 1, 2)}),
+            (std::vector<uint64_t>{1, 2}));
+  // A reconnecting process sends 2 again, then 3.
+  EXPECT_EQ(send_all({numbered(step(2), 1, 2), numbered(step(3), 1, 3)}),
+            (std::vector<uint64_t>{2, 3}));
+  // The process restarted: its numbering starts again.
+  EXPECT_EQ(send_all({numbered(step(3), 2, 1)}), (std::vector<uint64_t>{1}));
+  const std::vector<pb::StageEvent> events = take(server, 4);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].step().step(), 1);
+  EXPECT_EQ(events[1].step().step(), 2);
+  EXPECT_EQ(events[2].step().step(), 3);
+  EXPECT_EQ(events[3].tasklet().incarnation(), 2u);
+}
+
+TEST(ProgressServer, AnotherJobsEventsAreRefusedNamingBothJobs) {
+  ProgressServer server(11);
+  auto stub = pb::StageProgress::NewStub(
+      grpc::CreateChannel(server.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = stub->Report(&context);
+  pb::StageEvent e = step(1);
+  *e.mutable_tasklet() = tasklet(12, 3);
+  e.set_sequence(1);
+  stream->Write(e);
+  pb::ReportReply reply;
+  EXPECT_FALSE(stream->Read(&reply));
+  const grpc::Status status = stream->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(status.error_message(), "rank 3 reports for job 12, this launcher runs job 11");
+  EXPECT_TRUE(take(server, 1, 200ms).empty());
+}
+
+}  // namespace
+}  // namespace tessel::launcher
