@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace tessel::testing {
 namespace {
@@ -75,11 +77,11 @@ TEST(ObjectStore, ListsSortByStorageKeyAndReconstructPastVersions) {
   EXPECT_EQ(now.items[0].first, "a");
   EXPECT_EQ(now.items[1].first, "d");
 
-  const auto past = store.list(kJobs, "default", 3);
+  const auto past = store.list(kJobs, "default", {.at_version = 3});
   EXPECT_EQ(past.resource_version, 3);
   ASSERT_EQ(past.items.size(), 2u);
   EXPECT_EQ(past.items[0].first, "a");
-  EXPECT_EQ(past.items[0].second["spec"]["replicas"], 1);
+  EXPECT_EQ(past.items[0].second->at("spec").at("replicas"), 1);
   EXPECT_EQ(past.items[1].first, "c");
 
   const auto everywhere = store.list(kJobs, "");
@@ -88,12 +90,81 @@ TEST(ObjectStore, ListsSortByStorageKeyAndReconstructPastVersions) {
   EXPECT_EQ(everywhere.items[2].first, "default/d");
 }
 
+// The keys of a page, "name" each.
+std::vector<std::string> keys(const Page& page) {
+  std::vector<std::string> result;
+  for (const auto& [key, object] : page.items) result.push_back(key);
+  return result;
+}
+
+TEST(ObjectStore, PagesStartAtAKeyAndCountTheObjectsAfterThem) {
+  ObjectStore store(100);
+  for (const char* name : {"a", "b", "c", "d", "e"}) store.create(kJobs, object("default", name));
+  // Neighbouring namespaces, one sorting before "default/" and one after it.
+  store.create(kJobs, object("default-x", "a"));
+  store.create(kJobs, object("defaults", "a"));
+  using Keys = std::vector<std::string>;
+
+  const auto first = store.list(kJobs, "default", {.limit = 2});
+  EXPECT_EQ(keys(first), (Keys{"a", "b"}));
+  EXPECT_EQ(first.remaining, 3u);
+  const auto middle = store.list(kJobs, "default", {.start = std::string("b") + '\0', .limit = 2});
+  EXPECT_EQ(keys(middle), (Keys{"c", "d"}));
+  EXPECT_EQ(middle.remaining, 1u);
+  const auto last = store.list(kJobs, "default", {.start = std::string("d") + '\0', .limit = 2});
+  EXPECT_EQ(keys(last), (Keys{"e"}));
+  EXPECT_EQ(last.remaining, 0u);
+  const auto exact = store.list(kJobs, "default", {.start = "d", .limit = 2});
+  EXPECT_EQ(keys(exact), (Keys{"d", "e"}));
+  EXPECT_EQ(exact.remaining, 0u) << "a page that ends with the collection leaves nothing";
+
+  // A filter skips objects; the objects after a full page are counted, taken or not.
+  const auto filtered = store.list(kJobs, "default", {.limit = 1, .filter = [](const json& job) {
+                                                        return job["metadata"]["name"] != "a";
+                                                      }});
+  EXPECT_EQ(keys(filtered), (Keys{"b"}));
+  EXPECT_EQ(filtered.remaining, 3u);
+
+  EXPECT_EQ(keys(store.list(kJobs, "")), (Keys{"default-x/a", "default/a", "default/b", "default/c",
+                                               "default/d", "default/e", "defaults/a"}));
+}
+
+TEST(ObjectStore, PagesAtAPastVersionSeeTheCollectionAsItWasThen) {
+  ObjectStore store(100);
+  for (const char* name : {"a", "c", "e", "g"}) store.create(kJobs, object("default", name));
+  const std::int64_t then = store.current_resource_version();
+  store.create(kJobs, object("default", "b"));          // added since
+  store.remove(kJobs, "default", "c", "2");             // deleted since
+  store.update(kJobs, object("default", "e", 7), "3");  // modified since
+  store.update(kJobs, object("default", "e", 8), "7");  // and again
+  store.create(kJobs, object("default", "f"));
+  store.create(kJobs, object("other", "a"));  // another namespace
+  using Keys = std::vector<std::string>;
+
+  const auto first = store.list(kJobs, "default", {.at_version = then, .limit = 2});
+  EXPECT_EQ(first.resource_version, then);
+  EXPECT_EQ(keys(first), (Keys{"a", "c"}));
+  EXPECT_EQ(first.remaining, 2u);
+  const auto rest = store.list(kJobs, "default",
+                               {.at_version = then, .start = std::string("c") + '\0', .limit = 2});
+  EXPECT_EQ(keys(rest), (Keys{"e", "g"}));
+  EXPECT_EQ(rest.items[0].second->at("spec").at("replicas"), 1);
+  EXPECT_EQ(rest.remaining, 0u);
+  const auto partial = store.list(kJobs, "default", {.at_version = then, .start = "b", .limit = 1});
+  EXPECT_EQ(keys(partial), (Keys{"c"}));
+  EXPECT_EQ(partial.remaining, 2u);
+
+  const auto now = store.list(kJobs, "default", {.limit = 2});
+  EXPECT_EQ(keys(now), (Keys{"a", "b"}));
+  EXPECT_EQ(now.remaining, 3u);
+}
+
 TEST(ObjectStore, PastVersionsOlderThanTheWindowAreGone) {
   ObjectStore store(3);
   for (int i = 0; i < 6; ++i) store.create(kJobs, object("default", "j" + std::to_string(i)));
   EXPECT_EQ(store.window_start(), 3);
-  EXPECT_THROW(store.list(kJobs, "default", 2), std::out_of_range);
-  EXPECT_EQ(store.list(kJobs, "default", 3).items.size(), 3u);
+  EXPECT_THROW(store.list(kJobs, "default", {.at_version = 2}), std::out_of_range);
+  EXPECT_EQ(store.list(kJobs, "default", {.at_version = 3}).items.size(), 3u);
   std::int64_t window_start = 0;
   EXPECT_EQ(store.watch(kJobs, "", 2, &window_start), nullptr);
   EXPECT_EQ(window_start, 3);
@@ -111,15 +182,15 @@ TEST(ObjectStore, WatchFromAVersionReplaysLaterEventsThenFollows) {
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, StoredEvent::Type::kModified);
   EXPECT_EQ(events[0].resource_version, 3);
-  EXPECT_EQ(events[0].previous["spec"]["replicas"], 1);
+  EXPECT_EQ(events[0].previous->at("spec").at("replicas"), 1);
 
   store.create(kJobs, object("other", "x"));  // another namespace: not for this watch
   store.remove(kJobs, "default", "a", "3");
   events = subscription->take(steady_clock::now() + milliseconds(1000));
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].type, StoredEvent::Type::kDeleted);
-  EXPECT_EQ(version_of(events[0].object), "5");
-  EXPECT_EQ(events[0].object["spec"]["replicas"], 2);
+  EXPECT_EQ(version_of(*events[0].object), "5");
+  EXPECT_EQ(events[0].object->at("spec").at("replicas"), 2);
 }
 
 TEST(ObjectStore, WatchWithoutVersionStartsWithTheCurrentObjects) {
@@ -183,7 +254,7 @@ TEST(ObjectStore, WaitsForAFutureVersion) {
 TEST(ObjectStore, TellsItsListenerAboutEveryChange) {
   ObjectStore store(100);
   int changes = 0;
-  store.set_change_listener([&] { ++changes; });
+  store.set_change_listener([&](const StoredEvent&) { ++changes; });
   store.create(kJobs, object("default", "a"));
   store.update(kJobs, object("default", "a", 3), "1");
   store.remove(kJobs, "default", "a", "2");

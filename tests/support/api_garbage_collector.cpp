@@ -18,14 +18,19 @@ constexpr const char* kOrphan = "orphan";
 constexpr const char* kCrdCleanup = "customresourcecleanup.apiextensions.k8s.io";
 constexpr const char* kNodeTtl = "node.alpha.kubernetes.io/ttl";
 
+// A list of one object: enough to tell whether there are any.
+const PageRequest kAny{.limit = 1};
+
 struct Item {
   std::shared_ptr<const ResourceType> type;
-  json object;
+  StoredObject stored;
+
+  const json& object() const { return *stored; }
 
   ObjectRef ref(const std::string& subresource = "") const {
-    return {type, meta_string(object, "namespace"), meta_string(object, "name"), subresource};
+    return {type, meta_string(object(), "namespace"), meta_string(object(), "name"), subresource};
   }
-  std::string uid() const { return meta_string(object, "uid"); }
+  std::string uid() const { return meta_string(object(), "uid"); }
 };
 
 std::vector<json> owner_references(const json& object) {
@@ -42,18 +47,18 @@ class Pass {
     for (const auto& type : resources.all()) {
       if (!seen.insert(type->collection()).second) continue;
       for (auto& [key, object] : store.list(type->collection(), "").items) {
-        by_uid_[meta_string(object, "uid")] = items_.size();
-        items_.push_back({type, std::move(object)});
+        by_uid_[meta_string(*object, "uid")] = items_.size();
+        items_.push_back({type, object});
       }
     }
   }
 
   bool run() {
     for (const Item& item : items_) {
-      if (kube::is_being_deleted(item.object)) finish_deletion(item);
-      if (!owner_references(item.object).empty()) collect_dependent(item);
+      if (kube::is_being_deleted(item.object())) finish_deletion(item);
+      if (!owner_references(item.object()).empty()) collect_dependent(item);
       if (item.type->group().empty() && item.type->resource() == "nodes" &&
-          !kube::get_annotation(item.object, kNodeTtl)) {
+          !kube::get_annotation(item.object(), kNodeTtl)) {
         annotate_node_ttl(item);
       }
     }
@@ -65,22 +70,22 @@ class Pass {
     const bool is_namespace = item.type->group().empty() && item.type->resource() == "namespaces";
     if (is_namespace) finish_namespace(item);
     if (item.type->resource() == "customresourcedefinitions" &&
-        kube::has_finalizer(item.object, kCrdCleanup)) {
+        kube::has_finalizer(item.object(), kCrdCleanup)) {
       finish_crd(item);
     }
-    if (kube::has_finalizer(item.object, kOrphan)) {
+    if (kube::has_finalizer(item.object(), kOrphan)) {
       for (const Item* dependent : dependents_of(item.uid())) {
         remove_owner_references(*dependent, {item.uid()});
       }
       remove_finalizer(item, kOrphan);
     }
-    if (kube::has_finalizer(item.object, kForeground)) {
+    if (kube::has_finalizer(item.object(), kForeground)) {
       bool blocked = false;
       for (const Item* dependent : dependents_of(item.uid())) {
         const bool blocking =
             reference_to(*dependent, item.uid()).value("blockOwnerDeletion", false);
         blocked = blocked || blocking;
-        if (!kube::is_being_deleted(dependent->object)) {
+        if (!kube::is_being_deleted(dependent->object())) {
           remove(*dependent, blocking ? "Foreground" : "Background");
         }
       }
@@ -89,16 +94,16 @@ class Pass {
   }
 
   void finish_namespace(const Item& item) {
-    const std::string name = meta_string(item.object, "name");
+    const std::string name = meta_string(item.object(), "name");
     bool empty = true;
     for (const Item& other : items_) {
-      if (!other.type->namespaced() || meta_string(other.object, "namespace") != name) continue;
+      if (!other.type->namespaced() || meta_string(other.object(), "namespace") != name) continue;
       empty = false;
-      if (!kube::is_being_deleted(other.object)) remove(other, "Background");
+      if (!kube::is_being_deleted(other.object())) remove(other, "Background");
     }
     if (!empty || !namespace_empty_now(name)) return;
     const json finalizers =
-        item.object.value("spec", json::object()).value("finalizers", json::array());
+        item.object().value("spec", json::object()).value("finalizers", json::array());
     if (!finalizers.empty()) {
       act([&] {
         verbs_.mutate(
@@ -114,12 +119,12 @@ class Pass {
   }
 
   void finish_crd(const Item& item) {
-    const std::string name = meta_string(item.object, "name");
+    const std::string name = meta_string(item.object(), "name");
     bool empty = true;
     for (const Item& other : items_) {
       if (!other.type->custom || other.type->crd_name != name) continue;
       empty = false;
-      if (!kube::is_being_deleted(other.object)) remove(other, "Background");
+      if (!kube::is_being_deleted(other.object())) remove(other, "Background");
     }
     if (empty && item_type_empty_now(name)) remove_finalizer(item, kCrdCleanup);
   }
@@ -130,7 +135,7 @@ class Pass {
     std::vector<std::string> gone;
     bool solid = false;
     bool waiting = false;
-    for (const json& reference : owner_references(item.object)) {
+    for (const json& reference : owner_references(item.object())) {
       const std::string uid = reference.value("uid", "");
       const auto owner = by_uid_.find(uid);
       if (owner == by_uid_.end()) {
@@ -141,8 +146,8 @@ class Pass {
         } else {
           gone.push_back(uid);
         }
-      } else if (kube::is_being_deleted(items_[owner->second].object) &&
-                 kube::has_finalizer(items_[owner->second].object, kForeground)) {
+      } else if (kube::is_being_deleted(items_[owner->second].object()) &&
+                 kube::has_finalizer(items_[owner->second].object(), kForeground)) {
         waiting = true;
         gone.push_back(uid);
       } else {
@@ -153,7 +158,7 @@ class Pass {
       if (!gone.empty()) remove_owner_references(item, gone);
       return;
     }
-    if (!kube::is_being_deleted(item.object)) remove(item, waiting ? "Foreground" : "Background");
+    if (!kube::is_being_deleted(item.object())) remove(item, waiting ? "Foreground" : "Background");
   }
 
   // kube-controller-manager's TTL controller tells kubelets how long they may cache objects;
@@ -175,7 +180,7 @@ class Pass {
   bool owner_exists_now(const ResourceType& owner_type, const Item& dependent,
                         const json& reference) const {
     const std::string namespace_ =
-        owner_type.namespaced() ? meta_string(dependent.object, "namespace") : "";
+        owner_type.namespaced() ? meta_string(dependent.object(), "namespace") : "";
     const std::optional<json> owner =
         store_.get(owner_type.collection(), namespace_, reference.value("name", ""));
     return owner && meta_string(*owner, "uid") == reference.value("uid", "");
@@ -183,7 +188,9 @@ class Pass {
 
   bool namespace_empty_now(const std::string& name) const {
     for (const auto& type : resources_.all()) {
-      if (type->namespaced() && !store_.list(type->collection(), name).items.empty()) return false;
+      if (type->namespaced() && !store_.list(type->collection(), name, kAny).items.empty()) {
+        return false;
+      }
     }
     return true;
   }
@@ -191,7 +198,7 @@ class Pass {
   bool item_type_empty_now(const std::string& crd_name) const {
     for (const auto& type : resources_.all()) {
       if (type->custom && type->crd_name == crd_name &&
-          !store_.list(type->collection(), "").items.empty()) {
+          !store_.list(type->collection(), "", kAny).items.empty()) {
         return false;
       }
     }
@@ -207,7 +214,7 @@ class Pass {
   }
 
   static json reference_to(const Item& item, const std::string& uid) {
-    for (const json& reference : owner_references(item.object)) {
+    for (const json& reference : owner_references(item.object())) {
       if (reference.value("uid", "") == uid) return reference;
     }
     return nullptr;
@@ -286,7 +293,7 @@ GarbageCollector::~GarbageCollector() {
   thread_.join();
 }
 
-void GarbageCollector::notify() {
+void GarbageCollector::observe(const StoredEvent&) {
   {
     std::lock_guard lock(mutex_);
     dirty_ = true;

@@ -24,8 +24,8 @@ class GarbageCollector {
   GarbageCollector(const GarbageCollector&) = delete;
   GarbageCollector& operator=(const GarbageCollector&) = delete;
 
-  // Something changed: run a pass soon.
-  void notify();
+  // Told of every change (under the store's lock): runs a pass soon.
+  void observe(const StoredEvent& change);
   // One pass over every object; returns whether it changed anything. (The thread calls it;
   // tests may too.)
   bool run_once();

@@ -141,31 +141,25 @@ ListResult list_collection(const ObjectStore& store, const ResourceType& type,
       }
     }
   }
-  ObjectStore::Snapshot snapshot;
+  PageRequest request;
+  request.at_version = at_version;
+  request.start = start;
+  request.limit = paginate ? static_cast<std::size_t>(*options.limit) : 0;
+  if (!filter.empty())
+    request.filter = [&filter](const json& object) { return filter.matches(object); };
+  Page page;
   try {
-    snapshot = store.list(type.collection(), namespace_, at_version);
+    page = store.list(type.collection(), namespace_, request);
   } catch (const std::out_of_range&) {
     throw expired("The resourceVersion for the provided list is too old.");
   }
   ListResult result;
-  result.resource_version = snapshot.resource_version;
-  const std::size_t limit = paginate ? static_cast<std::size_t>(*options.limit) : 0;
-  auto item =
-      std::lower_bound(snapshot.items.begin(), snapshot.items.end(), start,
-                       [](const auto& entry, const std::string& key) { return entry.first < key; });
-  std::string last_key;
-  for (; item != snapshot.items.end(); ++item) {
-    if (limit && result.items.size() == limit) break;
-    if (!filter.matches(item->second)) continue;
-    result.items.push_back(with_identity(item->second, type));
-    last_key = item->first;
-  }
-  if (item != snapshot.items.end()) {
-    const std::int64_t token_version = consistent ? snapshot.resource_version : -1;
-    result.continue_token = encode_continue_token(token_version, last_key + '\0');
-    if (filter.empty()) {
-      result.remaining_item_count = static_cast<std::int64_t>(snapshot.items.end() - item);
-    }
+  result.resource_version = page.resource_version;
+  for (const auto& [key, object] : page.items) result.items.push_back(with_identity(*object, type));
+  if (page.remaining > 0) {
+    const std::int64_t token_version = consistent ? page.resource_version : -1;
+    result.continue_token = encode_continue_token(token_version, page.items.back().first + '\0');
+    if (filter.empty()) result.remaining_item_count = static_cast<std::int64_t>(page.remaining);
   }
   return result;
 }

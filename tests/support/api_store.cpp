@@ -18,14 +18,10 @@ std::string meta_string(const json& object, const char* field) {
   return found != metadata.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
-// The key of an object inside a list of one namespace (or of a cluster-scoped resource):
-// its name; across namespaces: "namespace/name".
-std::string list_key(const std::string& stored_key, const std::string& namespace_) {
-  return namespace_.empty() ? stored_key : stored_key.substr(namespace_.size() + 1);
-}
-
-bool in_namespace(const std::string& stored_key, const std::string& namespace_) {
-  return namespace_.empty() || stored_key.rfind(namespace_ + "/", 0) == 0;
+// What a list key ("name" within a namespace, the storage key otherwise) is prefixed with in
+// storage.
+std::string key_prefix(const std::string& namespace_) {
+  return namespace_.empty() ? "" : namespace_ + "/";
 }
 
 }  // namespace
@@ -78,25 +74,24 @@ std::optional<json> ObjectStore::get(const CollectionKey& collection, const std:
   std::lock_guard lock(mutex_);
   const auto objects = objects_.find(collection);
   if (objects == objects_.end()) return std::nullopt;
-  const auto found = objects->second.find(storage_key(namespace_, name));
-  if (found == objects->second.end()) return std::nullopt;
-  return found->second;
+  const StoredObject found = objects->second.find(storage_key(namespace_, name));
+  if (!found) return std::nullopt;
+  return *found;
 }
 
 ObjectStore::WriteResult ObjectStore::create(const CollectionKey& collection, json object) {
   std::lock_guard lock(mutex_);
   const std::string namespace_ = meta_string(object, "namespace");
   const std::string name = meta_string(object, "name");
-  Objects& objects = objects_[collection];
+  ObjectIndex& objects = objects_[collection];
   const std::string key = storage_key(namespace_, name);
-  if (const auto found = objects.find(key); found != objects.end()) {
-    return {Outcome::kAlreadyExists, found->second};
-  }
+  if (const StoredObject found = objects.find(key)) return {Outcome::kAlreadyExists, *found};
   object["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
-  objects[key] = object;
-  publish({StoredEvent::Type::kAdded, resource_version_, collection, namespace_, name, object,
+  auto stored = std::make_shared<const json>(std::move(object));
+  objects.put(key, stored);
+  publish({StoredEvent::Type::kAdded, resource_version_, collection, namespace_, name, stored,
            nullptr});
-  return {Outcome::kOk, object};
+  return {Outcome::kOk, *stored};
 }
 
 ObjectStore::WriteResult ObjectStore::update(const CollectionKey& collection, json object,
@@ -104,77 +99,85 @@ ObjectStore::WriteResult ObjectStore::update(const CollectionKey& collection, js
   std::lock_guard lock(mutex_);
   const std::string namespace_ = meta_string(object, "namespace");
   const std::string name = meta_string(object, "name");
-  Objects& objects = objects_[collection];
-  const auto found = objects.find(storage_key(namespace_, name));
-  if (found == objects.end()) return {Outcome::kNotFound, nullptr};
-  if (meta_string(found->second, "resourceVersion") != expected_version) {
-    return {Outcome::kConflict, found->second};
+  ObjectIndex& objects = objects_[collection];
+  const std::string key = storage_key(namespace_, name);
+  StoredObject previous = objects.find(key);
+  if (!previous) return {Outcome::kNotFound, nullptr};
+  if (meta_string(*previous, "resourceVersion") != expected_version) {
+    return {Outcome::kConflict, *previous};
   }
   object["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
-  json previous = std::exchange(found->second, object);
-  publish({StoredEvent::Type::kModified, resource_version_, collection, namespace_, name, object,
+  auto stored = std::make_shared<const json>(std::move(object));
+  objects.put(key, stored);
+  publish({StoredEvent::Type::kModified, resource_version_, collection, namespace_, name, stored,
            std::move(previous)});
-  return {Outcome::kOk, object};
+  return {Outcome::kOk, *stored};
 }
 
 ObjectStore::WriteResult ObjectStore::remove(const CollectionKey& collection,
                                              const std::string& namespace_, const std::string& name,
                                              const std::string& expected_version) {
   std::lock_guard lock(mutex_);
-  Objects& objects = objects_[collection];
-  const auto found = objects.find(storage_key(namespace_, name));
-  if (found == objects.end()) return {Outcome::kNotFound, nullptr};
-  if (meta_string(found->second, "resourceVersion") != expected_version) {
-    return {Outcome::kConflict, found->second};
+  ObjectIndex& objects = objects_[collection];
+  const std::string key = storage_key(namespace_, name);
+  StoredObject previous = objects.find(key);
+  if (!previous) return {Outcome::kNotFound, nullptr};
+  if (meta_string(*previous, "resourceVersion") != expected_version) {
+    return {Outcome::kConflict, *previous};
   }
-  json previous = std::move(found->second);
-  objects.erase(found);
-  json last = previous;
+  objects.erase(key);
+  json last = *previous;
   last["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
-  publish({StoredEvent::Type::kDeleted, resource_version_, collection, namespace_, name, last,
+  auto stored = std::make_shared<const json>(std::move(last));
+  publish({StoredEvent::Type::kDeleted, resource_version_, collection, namespace_, name, stored,
            std::move(previous)});
-  return {Outcome::kOk, last};
+  return {Outcome::kOk, *stored};
 }
 
-ObjectStore::Snapshot ObjectStore::list(const CollectionKey& collection,
-                                        const std::string& namespace_,
-                                        std::optional<std::int64_t> at_version) const {
+Page ObjectStore::list(const CollectionKey& collection, const std::string& namespace_,
+                       const PageRequest& request) const {
   std::lock_guard lock(mutex_);
-  Objects state;
-  if (const auto objects = objects_.find(collection); objects != objects_.end()) {
-    for (const auto& [key, object] : objects->second) {
-      if (in_namespace(key, namespace_)) state.emplace(key, object);
-    }
-  }
-  Snapshot snapshot;
-  snapshot.resource_version = resource_version_;
-  if (at_version && *at_version < resource_version_) {
-    if (*at_version < window_start_locked()) {
-      throw std::out_of_range("resourceVersion " + std::to_string(*at_version) +
+  static const ObjectIndex kNoObjects;
+  const auto objects = objects_.find(collection);
+  const ObjectIndex& index = objects == objects_.end() ? kNoObjects : objects->second;
+  const KeyRange range = KeyRange::of_namespace(namespace_);
+  Page page;
+  page.resource_version = resource_version_;
+  PastStates past;
+  if (request.at_version && *request.at_version < resource_version_) {
+    if (*request.at_version < window_start_locked()) {
+      throw std::out_of_range("resourceVersion " + std::to_string(*request.at_version) +
                               " is older than the history window");
     }
-    // Undo the changes made after at_version, newest first.
-    for (auto event = history_.rbegin();
-         event != history_.rend() && event->resource_version > *at_version; ++event) {
-      if (event->collection != collection ||
-          (!namespace_.empty() && event->namespace_ != namespace_)) {
-        continue;
-      }
-      const std::string key = storage_key(event->namespace_, event->name);
-      if (event->type == StoredEvent::Type::kAdded) {
-        state.erase(key);
-      } else {
-        state[key] = event->previous;
-      }
-    }
-    snapshot.resource_version = *at_version;
+    past = changes_since(collection, range, *request.at_version);
+    page.resource_version = *request.at_version;
   }
-  for (auto& [key, object] : state) {
-    snapshot.items.emplace_back(list_key(key, namespace_), std::move(object));
+  const IndexAtVersion state(index, range, past);
+  const std::string prefix = key_prefix(namespace_);
+  const std::optional<std::string> stopped_at =
+      state.scan(prefix + request.start, [&](const std::string& key, const StoredObject& object) {
+        if (request.limit && page.items.size() == request.limit) return false;
+        if (!request.filter || request.filter(*object)) {
+          page.items.emplace_back(key.substr(prefix.size()), object);
+        }
+        return true;
+      });
+  if (stopped_at) page.remaining = state.count_from(*stopped_at);
+  return page;
+}
+
+PastStates ObjectStore::changes_since(const CollectionKey& collection, const KeyRange& range,
+                                      std::int64_t version) const {
+  PastStates past;
+  // Newest first, so that the oldest change of a key, which knows its state then, is last.
+  for (auto event = history_.rbegin();
+       event != history_.rend() && event->resource_version > version; ++event) {
+    if (event->collection != collection) continue;
+    std::string key = storage_key(event->namespace_, event->name);
+    if (key < range.first || (!range.last.empty() && key >= range.last)) continue;
+    past[std::move(key)] = event->type == StoredEvent::Type::kAdded ? nullptr : event->previous;
   }
-  std::sort(snapshot.items.begin(), snapshot.items.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  return snapshot;
+  return past;
 }
 
 std::shared_ptr<WatchSubscription> ObjectStore::watch(const CollectionKey& collection,
@@ -193,12 +196,14 @@ std::shared_ptr<WatchSubscription> ObjectStore::watch(const CollectionKey& colle
       }
     }
   } else if (const auto objects = objects_.find(collection); objects != objects_.end()) {
-    for (const auto& [key, object] : objects->second) {
-      if (!in_namespace(key, namespace_)) continue;
+    const KeyRange range = KeyRange::of_namespace(namespace_);
+    const auto end = objects->second.end_of(range);
+    for (auto entry = objects->second.lower_bound(range.first); entry != end; ++entry) {
+      const json& object = *entry->object;
       subscription->push({StoredEvent::Type::kAdded,
                           std::stoll(meta_string(object, "resourceVersion")), collection,
-                          meta_string(object, "namespace"), meta_string(object, "name"), object,
-                          nullptr});
+                          meta_string(object, "namespace"), meta_string(object, "name"),
+                          entry->object, nullptr});
     }
   }
   watchers_.push_back({collection, namespace_, subscription});
@@ -241,7 +246,7 @@ void ObjectStore::restart_watch_cache() {
   history_.clear();
 }
 
-void ObjectStore::set_change_listener(std::function<void()> listener) {
+void ObjectStore::set_change_listener(std::function<void(const StoredEvent&)> listener) {
   std::lock_guard lock(mutex_);
   change_listener_ = std::move(listener);
 }
@@ -257,11 +262,11 @@ void ObjectStore::publish(StoredEvent event) {
     }
     return !subscription->push(event);
   });
+  if (change_listener_) change_listener_(event);
   history_.push_back(std::move(event));
   const std::int64_t start = window_start_locked();
   while (!history_.empty() && history_.front().resource_version <= start) history_.pop_front();
   version_advanced_.notify_all();
-  if (change_listener_) change_listener_();
 }
 
 std::int64_t ObjectStore::window_start_locked() const {

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/api_object_index.h"
+
 namespace tessel::testing {
 
 // Which objects: one resource (group + plural; all versions share storage), one namespace
@@ -36,9 +38,10 @@ struct StoredEvent {
   std::string namespace_;
   std::string name;
   // ADDED, MODIFIED: the new state. DELETED: the last stored state, carrying the deletion's
-  // resourceVersion (as a watch reports it).
-  nlohmann::json object;
-  nlohmann::json previous;  // the state before the change; null for ADDED
+  // resourceVersion (as a watch reports it). Shared with the store, the history and every
+  // watch.
+  StoredObject object;
+  StoredObject previous;  // the state before the change; nullptr for ADDED
 };
 
 // An open watch's queue. The store appends under its lock without ever blocking; the watch's
@@ -65,6 +68,24 @@ class WatchSubscription {
   End end_ = End::kNone;
 };
 
+// What a list of the store reads: a page of one collection as it is now or as it was at
+// `at_version`.
+struct PageRequest {
+  std::optional<std::int64_t> at_version{};  // nullopt: now
+  std::string start{};                       // the first key to look at (as in Page::items)
+  std::size_t limit = 0;                     // at most this many objects; 0: all
+  std::function<bool(const nlohmann::json&)> filter{};  // which objects it takes; empty: all
+};
+
+struct Page {
+  std::int64_t resource_version = 0;
+  // In storage-key order, keyed "name" within a namespace or for cluster-scoped resources,
+  // "namespace/name" across namespaces.
+  std::vector<std::pair<std::string, StoredObject>> items;
+  // When the limit cut the page short: the objects after it, taken by the filter or not.
+  std::size_t remaining = 0;
+};
+
 class ObjectStore {
  public:
   // A watch or an exact list older than `window` resourceVersions is expired (410).
@@ -88,16 +109,10 @@ class ObjectStore {
   WriteResult remove(const CollectionKey& collection, const std::string& namespace_,
                      const std::string& name, const std::string& expected_version);
 
-  struct Snapshot {
-    std::int64_t resource_version = 0;
-    // Sorted by storage key: "name" within a namespace or for cluster-scoped resources,
-    // "namespace/name" across namespaces.
-    std::vector<std::pair<std::string, nlohmann::json>> items;
-  };
-  // The collection now, or as it was at `at_version` (throws std::out_of_range when that is
-  // older than the history window).
-  Snapshot list(const CollectionKey& collection, const std::string& namespace_,
-                std::optional<std::int64_t> at_version = std::nullopt) const;
+  // Costs the objects it looks at, plus the changes since `at_version`. Throws
+  // std::out_of_range when at_version is older than the history window.
+  Page list(const CollectionKey& collection, const std::string& namespace_,
+            const PageRequest& request = {}) const;
 
   // Opens a watch on the collection for events after `after_version`, or (nullopt) starting
   // with a synthetic ADDED for every object now there. Returns nullptr when after_version is
@@ -119,8 +134,9 @@ class ObjectStore {
   void end_watches(WatchSubscription::End how);
   // As after an apiserver restart: every resourceVersion before now is too old to watch from.
   void restart_watch_cache();
-  // Called (under the store's lock, so it must only signal) after every change.
-  void set_change_listener(std::function<void()> listener);
+  // Called (under the store's lock, so it must only look at the change and signal) after
+  // every change.
+  void set_change_listener(std::function<void(const StoredEvent&)> listener);
 
  private:
   struct Watcher {
@@ -128,21 +144,22 @@ class ObjectStore {
     std::string namespace_;
     std::weak_ptr<WatchSubscription> subscription;
   };
-  using Objects = std::map<std::string, nlohmann::json>;  // "namespace/name" or "name"
-
   void publish(StoredEvent event);  // records and fans out; lock held
   std::int64_t window_start_locked() const;
+  // The past states of the keys of `range` changed after `version`; lock held.
+  PastStates changes_since(const CollectionKey& collection, const KeyRange& range,
+                           std::int64_t version) const;
 
   const std::int64_t window_;
   mutable std::mutex mutex_;
   mutable std::condition_variable version_advanced_;
   std::int64_t resource_version_ = 0;
   std::int64_t cache_start_ = 0;
-  std::map<CollectionKey, Objects> objects_;
+  std::map<CollectionKey, ObjectIndex> objects_;
   std::map<CollectionKey, std::int64_t> latest_;
   std::deque<StoredEvent> history_;
   std::vector<Watcher> watchers_;
-  std::function<void()> change_listener_;
+  std::function<void(const StoredEvent&)> change_listener_;
 };
 
 // The storage key of an object: "namespace/name", or "name" when cluster-scoped.

@@ -32,7 +32,7 @@ struct ApiTestServer::Impl {
     verbs.create_initial_objects();
     if (!options.crd_directory.empty()) load_crds(options.crd_directory, verbs, resources);
     collector.emplace(store, resources, verbs);
-    store.set_change_listener([this] { collector->notify(); });
+    store.set_change_listener([this](const StoredEvent& change) { collector->observe(change); });
     std::optional<TlsIdentity> identity;
     if (options.tls) {
       authority.emplace();

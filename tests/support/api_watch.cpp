@@ -31,23 +31,23 @@ class WatchStream {
   // the change does not concern it.
   std::optional<json> event(const StoredEvent& stored) {
     const bool now_matches =
-        stored.type != StoredEvent::Type::kDeleted && filter_.matches(stored.object);
-    const bool matched = !stored.previous.is_null() && filter_.matches(stored.previous);
+        stored.type != StoredEvent::Type::kDeleted && filter_.matches(*stored.object);
+    const bool matched = stored.previous && filter_.matches(*stored.previous);
     switch (stored.type) {
       case StoredEvent::Type::kAdded:
-        if (now_matches) return line("ADDED", stored.object);
+        if (now_matches) return line("ADDED", *stored.object);
         return std::nullopt;
       case StoredEvent::Type::kModified:
-        if (now_matches) return line(matched ? "MODIFIED" : "ADDED", stored.object);
+        if (now_matches) return line(matched ? "MODIFIED" : "ADDED", *stored.object);
         if (matched) {
           // Leaving the selection: the earlier state, with the change's resourceVersion.
-          json last = stored.previous;
+          json last = *stored.previous;
           last["metadata"]["resourceVersion"] = std::to_string(stored.resource_version);
           return line("DELETED", last);
         }
         return std::nullopt;
       case StoredEvent::Type::kDeleted:
-        if (matched) return line("DELETED", stored.object);
+        if (matched) return line("DELETED", *stored.object);
         return std::nullopt;
     }
     return std::nullopt;
