@@ -279,7 +279,21 @@ class Pass {
   bool changed_ = false;
 };
 
+bool being_deleted_or_owned(const StoredObject& object) {
+  return object && (kube::is_being_deleted(*object) || !owner_references(*object).empty());
+}
+
 }  // namespace
+
+bool GarbageCollector::may_give_work(const StoredEvent& change) {
+  if (change.type == StoredEvent::Type::kDeleted) return true;
+  if (being_deleted_or_owned(change.object) || being_deleted_or_owned(change.previous)) return true;
+  if (change.collection == CollectionKey{"apiextensions.k8s.io", "customresourcedefinitions"}) {
+    return true;
+  }
+  return change.collection == CollectionKey{"", "nodes"} &&
+         !kube::get_annotation(*change.object, kNodeTtl);
+}
 
 GarbageCollector::GarbageCollector(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs)
     : store_(store), resources_(resources), verbs_(verbs), thread_([this] { loop(); }) {}
@@ -293,7 +307,8 @@ GarbageCollector::~GarbageCollector() {
   thread_.join();
 }
 
-void GarbageCollector::observe(const StoredEvent&) {
+void GarbageCollector::observe(const StoredEvent& change) {
+  if (!may_give_work(change)) return;
   {
     std::lock_guard lock(mutex_);
     dirty_ = true;
@@ -313,7 +328,7 @@ void GarbageCollector::loop() {
     try {
       run_once();
     } catch (const std::exception&) {
-      // A pass that failed part way is retried on the next change.
+      // A pass that failed part way is retried on the next change that may give it work.
     }
     lock.lock();
   }

@@ -4,7 +4,8 @@
 // dependents, orphaning), the namespace controller (empties a terminating namespace, then
 // finalizes it), the CRD finalizer (deletes a CRD's custom resources before the CRD) and the
 // node TTL controller (annotates every Node with node.alpha.kubernetes.io/ttl).
-// They run on a thread of their own after every change, asynchronously as on a real cluster.
+// They run on a thread of their own after every change that may give them work (a pass looks
+// at every object), asynchronously as on a real cluster.
 #pragma once
 
 #include <condition_variable>
@@ -24,8 +25,14 @@ class GarbageCollector {
   GarbageCollector(const GarbageCollector&) = delete;
   GarbageCollector& operator=(const GarbageCollector&) = delete;
 
-  // Told of every change (under the store's lock): runs a pass soon.
+  // Told of every change (under the store's lock): runs a pass soon when the change may give
+  // the controllers work.
   void observe(const StoredEvent& change);
+  // Whether a change can give the controllers work. Deletions can (an owner, or the last
+  // object of a terminating namespace or CRD, may be gone), and so can changes to objects being
+  // deleted or with owner references (before or after the change), to CRDs (an owner's kind may
+  // now be served), and to Nodes without the TTL annotation. Other writes, most of them, cannot.
+  static bool may_give_work(const StoredEvent& change);
   // One pass over every object; returns whether it changed anything. (The thread calls it;
   // tests may too.)
   bool run_once();
