@@ -1,0 +1,72 @@
+// Thin wrappers over the PTX the attention kernels use (internal to kernels/cuda; sm_80 and
+// later, so plain sm_90): asynchronous 16-byte copies into shared memory, ldmatrix, and the
+// bf16 tensor-core product mma.m16n8k16 with fp32 accumulators.
+//
+// Fragment layouts of mma.m16n8k16 (g = lane / 4, t = lane % 4), which the kernels rely on:
+//   A (16 x 16, row major), 4 registers of 2 bf16: a0 = A[g][2t..2t+1], a1 = A[g+8][2t..],
+//     a2 = A[g][2t+8..], a3 = A[g+8][2t+8..];
+//   B (16 x 8, k x n), 2 registers: b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g];
+//   C/D (16 x 8, fp32), 4 floats: c0, c1 = C[g][2t..2t+1], c2, c3 = C[g+8][2t..2t+1].
+// ldmatrix.x4 loads four 8 x 8 bf16 matrices; lanes 8i..8i+7 give the row addresses of matrix i,
+// and lane l receives row l/4, columns 2(l%4)..+1 of each (with .trans: rows 2(l%4)..+1 of
+// column l/4). So a 16 x 16 A tile, or two 8-column B tiles, is one ldmatrix.x4.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace tessel::kernels::cuda::detail {
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes from global to shared memory, bypassing L1; when !valid, 16 zero bytes (src is then
+// not read, but must still be a valid address).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(valid ? 16 : 0)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most `pending` committed groups of this thread are still in flight.
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(row_address))
+               : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(row_address))
+               : "memory");
+}
+
+// d += a b for one 16 x 8 x 16 tile.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats as a bf16 pair, `low` in the low half (the lower-indexed element of a fragment).
+__device__ __forceinline__ uint32_t pack_bf16(float low, float high) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(low, high);
+  return *reinterpret_cast<const uint32_t*>(&pair);
+}
+
+}  // namespace tessel::kernels::cuda::detail
