@@ -27,8 +27,6 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kCrdFile =
-    std::string(TESSEL_SOURCE_DIR) + "/tests/kubectl/testdata/testjob-crd.yaml";
 const std::string kCrdName = "testjobs.tests.tessel.dev";
 // How long `kubectl get -w` may take to print what the test waits for.
 constexpr auto kWatchTimeout = std::chrono::seconds(30);
@@ -122,7 +120,7 @@ class KubectlTest : public ::testing::Test {
 
   // `kubectl apply` of the CRD and `kubectl wait` for it, as an installation guide says.
   void install_crd() {
-    const std::string applied = kubectl_ok({"apply", "-f", kCrdFile});
+    const std::string applied = kubectl_ok({"apply", "-f", test_crd_file()});
     // On a real cluster the CRD may be there already (another test run, or test_cluster.cpp).
     EXPECT_TRUE(
         std::regex_search(applied, std::regex("^customresourcedefinition.apiextensions.k8s.io/" +

@@ -5,60 +5,17 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 #include <thread>
 
 #include "kube/api_error.h"
+#include "tests/support/api_yaml.h"
 
 namespace tessel::testing {
 namespace {
-
-// The TrainingJob CRD of the captured fixtures, moved to a group of its own so that tests on a
-// real cluster never touch a CRD that tessel itself (or anything else) installed.
-const char* const kTestCrd = R"({
-  "apiVersion": "apiextensions.k8s.io/v1",
-  "kind": "CustomResourceDefinition",
-  "metadata": {"name": "testjobs.tests.tessel.dev"},
-  "spec": {
-    "group": "tests.tessel.dev",
-    "scope": "Namespaced",
-    "names": {"plural": "testjobs", "singular": "testjob", "kind": "TestJob",
-              "listKind": "TestJobList", "shortNames": ["ttj"]},
-    "versions": [{
-      "name": "v1alpha1", "served": true, "storage": true,
-      "subresources": {"status": {}},
-      "additionalPrinterColumns": [
-        {"name": "Model", "type": "string", "jsonPath": ".spec.model"},
-        {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"},
-        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
-      "schema": {"openAPIV3Schema": {
-        "type": "object",
-        "properties": {
-          "spec": {
-            "type": "object", "required": ["model", "replicas"],
-            "properties": {
-              "model": {"type": "string"},
-              "replicas": {"type": "integer", "format": "int32", "minimum": 1},
-              "stages": {"type": "integer", "format": "int32", "minimum": 1, "default": 1},
-              "schedule": {"type": "string", "enum": ["GPipe", "1F1B", "Interleaved1F1B"],
-                           "default": "1F1B"}}},
-          "status": {
-            "type": "object",
-            "properties": {
-              "phase": {"type": "string",
-                        "enum": ["Pending", "Placing", "Running", "Succeeded", "Failed"]},
-              "observedGeneration": {"type": "integer", "format": "int64"},
-              "conditions": {"type": "array", "items": {
-                "type": "object", "required": ["type", "status"],
-                "properties": {"type": {"type": "string"}, "status": {"type": "string"},
-                               "reason": {"type": "string"}, "message": {"type": "string"},
-                               "lastTransitionTime": {"type": "string", "format": "date-time"},
-                               "observedGeneration": {"type": "integer"}}}}}}}}}
-    }]
-  }
-})";
 
 std::string random_suffix() {
   std::random_device device;
@@ -109,8 +66,9 @@ TestCluster::TestCluster(ApiTestServerOptions options) {
   }
   admin_ = kube::Client::from_config(config_, unlimited());
   namespace_ = "tessel-test-" + random_suffix();
-  admin_->create(namespaces(), "",
-                 {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", namespace_}}}});
+  admin_->create(
+      namespaces(), "",
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", namespace_}}}});
 }
 
 TestCluster::~TestCluster() {
@@ -127,20 +85,23 @@ std::shared_ptr<kube::Client> TestCluster::client(kube::ClientOptions options) c
 }
 
 kube::ResourceInfo TestCluster::ensure_test_crd() const {
-  const nlohmann::json crd = nlohmann::json::parse(kTestCrd);
+  std::ifstream file(test_crd_file());
+  if (!file) throw std::runtime_error("cannot read " + test_crd_file());
+  const nlohmann::json crd = parse_yaml({std::istreambuf_iterator<char>(file), {}});
   const kube::ResourceInfo crds =
       *kube::ResourceRegistry().find_resource("apiextensions.k8s.io", "customresourcedefinitions");
-  try {
-    admin_->create(crds, "", crd);
-  } catch (const kube::ApiError& error) {
-    if (!error.is_already_exists()) throw;
-  }
+  // Applied, not created: a CRD left by an older run gets this definition.
+  kube::ApplyOptions apply;
+  apply.field_manager = "tessel-tests";
+  admin_->apply(crds, crd, apply);
   const std::string name = crd["metadata"]["name"];
   const bool established = wait_for(
       [&] {
         const nlohmann::json live = admin_->get(crds, "", name);
-        for (const auto& condition : live.value("/status/conditions"_json_pointer, nlohmann::json::array()))
-          if (condition.value("type", "") == "Established" && condition.value("status", "") == "True")
+        for (const auto& condition :
+             live.value("/status/conditions"_json_pointer, nlohmann::json::array()))
+          if (condition.value("type", "") == "Established" &&
+              condition.value("status", "") == "True")
             return true;
         return false;
       },
@@ -160,6 +121,11 @@ kube::ResourceInfo TestCluster::ensure_test_crd() const {
       },
       std::chrono::seconds(10));
   return info;
+}
+
+const std::string& test_crd_file() {
+  static const std::string path = TESSEL_TEST_CRD_FILE;
+  return path;
 }
 
 nlohmann::json test_job(const std::string& ns, const std::string& name, int replicas) {

@@ -25,7 +25,7 @@ class TestCluster {
   // A real cluster when TESSEL_TEST_KUBECONFIG is set (the options are then unused), else a
   // fresh API test server started with `options`.
   explicit TestCluster(ApiTestServerOptions options = {});
-  ~TestCluster();  // deletes the namespace (and waits for it on the test server only)
+  ~TestCluster();  // deletes the namespace (without waiting: a real one takes its time)
   TestCluster(const TestCluster&) = delete;
   TestCluster& operator=(const TestCluster&) = delete;
 
@@ -44,9 +44,11 @@ class TestCluster {
   // The client the constructor made, for set-up and clean-up.
   kube::Client& admin() const { return *admin_; }
 
-  // Creates (or finds) the cluster-scoped test CRD "testjobs.tests.tessel.dev" (kind TestJob,
-  // namespaced, status subresource, printer columns, the TrainingJob schema of the fixtures)
-  // and waits until it is Established and served. Returns its resource.
+  // Installs, or brings up to date with server-side apply, the cluster-scoped test CRD
+  // "testjobs.tests.tessel.dev" of test_crd_file() (kind TestJob, namespaced, status
+  // subresource, printer columns, the TrainingJob schema of the fixtures) and waits until it is
+  // Established and served. Returns its resource. The CRD is shared by every test and every run,
+  // and stays installed: deleting it would delete the TestJobs of tests running beside.
   kube::ResourceInfo ensure_test_crd() const;
 
   static kube::ClientOptions unlimited();
@@ -61,12 +63,15 @@ class TestCluster {
 };
 
 // Skips the current test on a real cluster, naming what is missing there.
-#define TESSEL_REQUIRE_TEST_SERVER(cluster, what)                                          \
-  do {                                                                                     \
-    if ((cluster).is_real())                                                               \
-      GTEST_SKIP() << "needs the API test server (" << (what) << "); "                     \
+#define TESSEL_REQUIRE_TEST_SERVER(cluster, what)                                            \
+  do {                                                                                       \
+    if ((cluster).is_real())                                                                 \
+      GTEST_SKIP() << "needs the API test server (" << (what) << "); "                       \
                    << ::tessel::testing::kTestKubeconfigVariable << " names a real cluster"; \
   } while (0)
+
+// The test CRD's manifest (YAML), for tests that install it themselves (with kubectl).
+const std::string& test_crd_file();
 
 // A TestJob manifest in `ns` with the given replicas (spec.model "gpt2-124m").
 nlohmann::json test_job(const std::string& ns, const std::string& name, int replicas = 1);
