@@ -21,6 +21,7 @@ using nlohmann::json;
 using tessel::testing::test_job;
 using tessel::testing::TestCluster;
 using testing::InformerLog;
+using testing::kGarbageCollectionTimeout;
 using testing::poll_until;
 using testing::version_of;
 
@@ -118,15 +119,15 @@ TEST_F(ClusterDeleteTest, ForegroundDeletionWaitsForDependents) {
   EXPECT_TRUE(has_finalizer(deleting, "foregroundDeletion"));
 
   // The garbage collector deletes the dependent; the owner stays while the dependent does.
-  ASSERT_TRUE(
-      poll_until([&] { return is_being_deleted(client_->get(configmaps(), ns_, "owned")); }));
+  ASSERT_TRUE(poll_until([&] { return is_being_deleted(client_->get(configmaps(), ns_, "owned")); },
+                         kGarbageCollectionTimeout));
   const json waiting_owner = client_->get(jobs_, ns_, "owner");
   EXPECT_TRUE(has_finalizer(waiting_owner, "foregroundDeletion"));
 
   client_->patch(configmaps(), ns_, "owned", PatchType::kMerge,
                  {{"metadata", {{"finalizers", nullptr}}}});
   EXPECT_TRUE(poll_until([&] { return !exists(configmaps(), "owned"); }));
-  EXPECT_TRUE(poll_until([&] { return !exists(jobs_, "owner"); }));
+  EXPECT_TRUE(poll_until([&] { return !exists(jobs_, "owner"); }, kGarbageCollectionTimeout));
 }
 
 TEST_F(ClusterDeleteTest, BackgroundDeletionRemovesTheOwnerFirst) {
@@ -141,7 +142,8 @@ TEST_F(ClusterDeleteTest, BackgroundDeletionRemovesTheOwnerFirst) {
   background.propagation_policy = "Background";
   EXPECT_EQ(client_->remove(jobs_, ns_, "owner", background).value("kind", ""), "Status");
   EXPECT_FALSE(exists(jobs_, "owner"));
-  EXPECT_TRUE(poll_until([&] { return !exists(configmaps(), "owned"); }));
+  EXPECT_TRUE(
+      poll_until([&] { return !exists(configmaps(), "owned"); }, kGarbageCollectionTimeout));
 }
 
 }  // namespace

@@ -25,6 +25,11 @@ namespace tessel::kube::testing {
 // Long enough for a real cluster under load; only a broken client or server waits this long.
 inline constexpr auto kClusterTimeout = std::chrono::seconds(15);
 
+// How long cascading deletion may take. kube-controller-manager's garbage collector learns of a
+// new CRD's resource only at its next discovery sync (every 30 s), so the first run against a
+// cluster that has just got the test CRD may wait that long for dependents of a TestJob.
+inline constexpr auto kGarbageCollectionTimeout = std::chrono::seconds(60);
+
 // Polls `condition` (which asks the server) every 10 ms until it holds or `timeout` passes.
 template <typename Condition>
 bool poll_until(Condition condition, std::chrono::milliseconds timeout = kClusterTimeout) {
