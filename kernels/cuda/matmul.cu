@@ -66,8 +66,8 @@ void check_rows(const char* op, int64_t rows) {
   }
 }
 
-// out = inp @ weight^T (+ bias) as cuBLAS's column-major D (OC x BT) = W^T... : A = weight stored
-// C x OC (ld C), transposed; B = inp stored C x BT (ld C).
+// out = inp @ weight^T in cuBLAS's column-major terms: out is D (OC x BT, ld OC) = op(A) B with
+// A = weight stored C x OC (ld C) and transposed, B = inp stored C x BT (ld C).
 Gemm forward_gemm(bf16* out, const bf16* inp, const bf16* weight, int64_t rows, int C, int OC) {
   Gemm g;
   g.transa = CUBLAS_OP_T;

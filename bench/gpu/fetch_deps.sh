@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run HERE (a build machine with apt), before a GPU call, when the GPU machine's image lacks
+# GoogleTest or OpenBLAS: downloads the few Debian packages that bench/gpu/CMakeLists.txt needs
+# and unpacks them into .gpu-deps/ (ignored by git). Then name .gpu-deps in the device call's
+# carry list; bench/gpu/run.sh finds it there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+deps=.gpu-deps
+exclude=$(git rev-parse --git-path info/exclude)
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.gpu-deps/' "$exclude" 2>/dev/null || echo '/.gpu-deps/' >> "$exclude"
+rm -rf "$deps" && mkdir -p "$deps/debs"
+(cd "$deps/debs" && apt-get download googletest libopenblas0-pthread libopenblas-pthread-dev \
+  libgfortran5 libquadmath0)
+for deb in "$deps"/debs/*.deb; do dpkg -x "$deb" "$deps"; done
+# What the build does not need: the packages themselves, static libraries, documentation.
+rm -rf "$deps/debs" "$deps/usr/share"
+find "$deps" -name '*.a' -delete
+du -sh "$deps"
