@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,9 @@ inline std::string OpCase::name() const {
   if (!variant.empty()) name += "_" + variant;
   return name;
 }
+
+// How GoogleTest (and so ctest's test names) shows a case.
+inline void PrintTo(const OpCase& op_case, std::ostream* out) { *out << op_case.name(); }
 
 namespace detail {
 inline std::vector<OpCase>& registered_cases() {
