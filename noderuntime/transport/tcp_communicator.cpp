@@ -44,7 +44,6 @@ TcpCommunicator::TcpCommunicator(TcpOptions options, const TcpListener& listener
                                 options_.burst_bytes, options_.io_timeout};
     peers_[p] = std::make_unique<TcpPeer>(std::move(sockets[p]), std::move(peer_options));
   }
-  collective_thread_ = std::thread([this] { collective_loop(); });
 }
 
 TcpCommunicator::~TcpCommunicator() { close(); }
@@ -109,32 +108,39 @@ Request TcpCommunicator::iall_reduce(void* data, size_t count, DType dtype,
     return Request(completion);
   }
   const std::span<float> buffer(static_cast<float*>(data), count);
+  Lane* lane = nullptr;
   {
     std::lock_guard lock(mu_);
     if (closing_) {
       completion->fail("rank " + std::to_string(rank()) + ": communicator closed");
       return Request(completion);
     }
-    const uint64_t sequence = next_sequence_[group]++;
-    collectives_.emplace_back(
+    std::unique_ptr<Lane>& slot = lanes_[group];
+    if (!slot) {
+      slot = std::make_unique<Lane>();
+      slot->thread = std::thread([this, lane = slot.get()] { lane_loop(*lane); });
+    }
+    lane = slot.get();
+    const uint64_t sequence = lane->next_sequence++;
+    lane->queue.emplace_back(
         [this, buffer, group, sequence] {
           ring_all_reduce(*this, buffer, group, sequence, options_.ring);
         },
         completion);
   }
-  collective_cv_.notify_one();
+  lane->wake.notify_one();
   return Request(completion);
 }
 
-void TcpCommunicator::collective_loop() {
+void TcpCommunicator::lane_loop(Lane& lane) {
   while (true) {
-    std::pair<std::function<void()>, std::shared_ptr<Completion>> job;
+    Collective job;
     {
       std::unique_lock lock(mu_);
-      collective_cv_.wait(lock, [&] { return closing_ || !collectives_.empty(); });
+      lane.wake.wait(lock, [&] { return closing_ || !lane.queue.empty(); });
       if (closing_) return;
-      job = std::move(collectives_.front());
-      collectives_.pop_front();
+      job = std::move(lane.queue.front());
+      lane.queue.pop_front();
     }
     try {
       job.first();
@@ -147,22 +153,25 @@ void TcpCommunicator::collective_loop() {
 
 void TcpCommunicator::close() {
   std::call_once(close_once_, [this] {
-    std::deque<std::pair<std::function<void()>, std::shared_ptr<Completion>>> pending;
+    std::deque<Collective> pending;
     {
       std::lock_guard lock(mu_);
       closing_ = true;
-      pending.swap(collectives_);
+      for (auto& [group, lane] : lanes_) {
+        for (Collective& job : lane->queue) pending.push_back(std::move(job));
+        lane->queue.clear();
+        lane->wake.notify_all();
+      }
     }
-    collective_cv_.notify_all();
     for (auto& job : pending) {
       job.second->fail("rank " + std::to_string(rank()) + ": communicator closed");
     }
     // Closing the peers fails the point-to-point operations of a running all-reduce, which
-    // then ends, so the collective thread can be joined.
+    // then ends, so the lanes' threads can be joined. No lane is added once closing_ is set.
     for (auto& p : peers_) {
       if (p) p->close();
     }
-    collective_thread_.join();
+    for (auto& [group, lane] : lanes_) lane->thread.join();
   });
 }
 

@@ -1,7 +1,9 @@
 // The TCP backend of Communicator: a full mesh of TCP connections set up at start (mesh.h), one
 // TcpPeer (a sender and a receiver thread) per peer, every outgoing link optionally shaped by
 // the link emulator, and the ring all-reduce (ring_allreduce.h) run by one collective thread
-// per communicator, in call order, like the collectives on one NCCL stream.
+// per group, in call order, like the collectives of one NCCL communicator on its own stream:
+// the all-reduces of different groups (a stage's data-parallel group, the tied-embedding
+// group, the whole world) proceed side by side, so a slow group never holds up another.
 //
 // Start-up with kernel-chosen ports: every rank binds its TcpListener first (port 0), the
 // ports are gathered into `peers`, then every rank constructs its TcpCommunicator.
@@ -60,19 +62,25 @@ class TcpCommunicator final : public Communicator {
   void close() override;
 
  private:
+  using Collective = std::pair<std::function<void()>, std::shared_ptr<Completion>>;
+  // One group's collectives, run in call order by the lane's thread.
+  struct Lane {
+    std::deque<Collective> queue;
+    std::condition_variable wake;
+    uint64_t next_sequence = 0;
+    std::thread thread;
+  };
+
   TcpPeer& peer(int rank, const char* operation);
-  void collective_loop();
+  void lane_loop(Lane& lane);
 
   const TcpOptions options_;
   std::vector<std::unique_ptr<TcpPeer>> peers_;  // null at this rank
 
   std::mutex mu_;
-  std::condition_variable collective_cv_;
-  std::deque<std::pair<std::function<void()>, std::shared_ptr<Completion>>> collectives_;
-  std::map<std::vector<int>, uint64_t> next_sequence_;  // per group, in call order
+  std::map<std::vector<int>, std::unique_ptr<Lane>> lanes_;  // by group, started on first use
   bool closing_ = false;
   std::once_flag close_once_;
-  std::thread collective_thread_;
 };
 
 }  // namespace tessel::transport

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -146,6 +149,42 @@ TEST(RingAllReduce, SeveralCollectivesInFlightCompleteInOrder) {
     }
     EXPECT_TRUE(same_bits(buffers[0][k], serial)) << "collective " << k;
     for (int r = 1; r < n; ++r) EXPECT_TRUE(same_bits(buffers[r][k], buffers[0][k]));
+  }
+}
+
+// Rank 0 belongs to two groups and starts the one whose other member comes late first: the
+// other group's all-reduce still completes meanwhile (each group has its own lane, as each
+// NCCL communicator has its own stream).
+TEST(RingAllReduce, AGroupWaitingForALateMemberDoesNotHoldUpAnotherGroup) {
+  Comms comms = connect_local(3);
+  std::vector<std::vector<float>> late(3), prompt(3);
+  for (int r = 0; r < 3; ++r) {
+    late[r] = integer_input(r, 1000);
+    prompt[r] = integer_input(10 + r, 1000);
+  }
+  std::atomic<bool> prompt_done{false};
+  std::atomic<bool> prompt_done_before_late_started{false};
+  on_every_rank(3, [&](int r) {
+    if (r == 0) {
+      Request first = comms[0]->iall_reduce(late[0].data(), 1000, DType::kF32, {0, 1});
+      comms[0]->all_reduce(prompt[0].data(), 1000, DType::kF32, {0, 2});
+      prompt_done = true;
+      first.wait();
+    } else if (r == 2) {
+      comms[2]->all_reduce(prompt[2].data(), 1000, DType::kF32, {0, 2});
+    } else {
+      // Rank 1 starts only once the other group has finished (or gives up after 10 s).
+      for (int i = 0; i < 1000 && !prompt_done; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      prompt_done_before_late_started = prompt_done.load();
+      comms[1]->all_reduce(late[1].data(), 1000, DType::kF32, {0, 1});
+    }
+  });
+  EXPECT_TRUE(prompt_done_before_late_started);
+  for (size_t i = 0; i < 1000; ++i) {
+    ASSERT_EQ(late[0][i], integer_input(0, 1000)[i] + integer_input(1, 1000)[i]) << i;
+    ASSERT_EQ(prompt[2][i], integer_input(10, 1000)[i] + integer_input(12, 1000)[i]) << i;
   }
 }
 
