@@ -7,6 +7,7 @@
 
 #include "placement/iteration_model.h"
 #include "placement/layer_split.h"
+#include "placement/bottleneck_matching.h"
 #include "placement/ring_allreduce.h"
 #include "placement/schedule.h"
 
@@ -15,6 +16,8 @@ namespace {
 
 struct FullCostScratch : CostScratch {
   std::unordered_map<uint64_t, RingPlan> rings;  // per group key
+  std::vector<double> tie;                       // first-stage x last-stage pair times
+  BottleneckWorkspace matching;
   std::vector<StageCapacity> capacity;
   PipelineTiming timing;  // of the candidate being evaluated
   bool feasible = true;
@@ -71,6 +74,15 @@ FullCostModel::FullCostModel(const Topology& topology, PartitionShape shape, Wor
   }
 }
 
+// Two copies of the tied table summed between devices a and b: a ring all-reduce of two, each
+// sending half the table twice (reduce-scatter, all-gather) on its own direction of the link.
+double FullCostModel::tie_s(int a, int b) const {
+  if (a == b) return 0;
+  const double lat_s = topology_.latency_ms(a, b) / 1000.0;
+  const double bytes_per_s = std::min(topology_.bandwidth_gbps(a, b), topology_.bandwidth_gbps(b, a)) * 1e9 / 8;
+  return 2 * lat_s + workload_.table_gradient_bytes() / bytes_per_s;
+}
+
 std::unique_ptr<CostScratch> FullCostModel::make_scratch() const {
   return std::make_unique<FullCostScratch>();
 }
@@ -114,11 +126,30 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
               .first;
     const double grad = workload_.gradient_bytes(layers, first, last);
     t.stages[st].allreduce_s = ring_allreduce_s(it->second, grad);
+    t.stages[st].table_allreduce_s = 0;
     data_parallel = std::max(data_parallel, t.stages[st].allreduce_s);
     // The optimizer step is memory-bound: AdamW reads and writes ~36 bytes per parameter.
     const double params = double(workload_.stage_parameters(layers, first, last));
     t.optimizer_s = std::max(t.optimizer_s, 36.0 * params / (options_.hbm_gbytes_per_s * 1e9));
     if (detail) detail->rings.push_back(it->second.order);
+  }
+  // The tied table (p > 1): each replica's first and last stage sum their copies (pairs
+  // matched for the fastest slowest pair), then each of the two stage groups all-reduces it.
+  t.embedding_allreduce_s = 0;
+  if (p > 1) {
+    const std::vector<int>& firsts = *members[0];
+    const std::vector<int>& lasts = *members[p - 1];
+    const int d = static_cast<int>(firsts.size());
+    s.tie.resize(static_cast<size_t>(d) * d);
+    for (int r = 0; r < d; ++r)
+      for (int c = 0; c < d; ++c) s.tie[static_cast<size_t>(r) * d + c] = tie_s(firsts[r], lasts[c]);
+    t.embedding_allreduce_s = bottleneck_matching_value(s.tie.data(), d, s.matching);
+    const double table = workload_.table_gradient_bytes();
+    t.stages[0].table_allreduce_s = ring_allreduce_s(s.rings.at(keys_.of(firsts)), table);
+    t.stages[p - 1].table_allreduce_s = ring_allreduce_s(s.rings.at(keys_.of(lasts)), table);
+    data_parallel = std::max({data_parallel, t.embedding_allreduce_s,
+                              t.stages[0].allreduce_s + t.stages[0].table_allreduce_s,
+                              t.stages[p - 1].allreduce_s + t.stages[p - 1].table_allreduce_s});
   }
   s.feasible = split.feasible;
   s.overflow_bytes = split.overflow_bytes;
@@ -201,6 +232,14 @@ PipelineTiming FullCostModel::pipeline_timing(const std::vector<std::vector<int>
         const double latency = topology_.latency_ms(a, b) / 1000.0;
         s.timing.hops[hp] = HopTiming{latency, w - latency};
       }
+    }
+  }
+  // The tied table's pairs are the replicas' own first and last stages.
+  if (p > 1) {
+    s.timing.embedding_allreduce_s = 0;
+    for (const auto& pipe : pipelines) {
+      s.timing.embedding_allreduce_s =
+          std::max(s.timing.embedding_allreduce_s, tie_s(pipe[0], pipe[p - 1]));
     }
   }
   if (layer_split) *layer_split = detail.split.layers;

@@ -12,7 +12,9 @@
 //  2. each stage runs at its slowest member's speed (peak x utilisation) and must fit its
 //     smallest member's memory; layers are split to balance stage times (layer_split.h);
 //  3. per stage: forward/backward time per micro-batch, ring all-reduce of its gradients;
-//     per hop: the bottleneck pair's latency and transfer time;
+//     per hop: the bottleneck pair's latency and transfer time; the tied token table: summed
+//     between each replica's first and last stage (the slowest pair of the bottleneck
+//     matching), then all-reduced over each of the two stage groups;
 //  4. the iteration time from the closed-form schedule model (iteration_model.h).
 // A placement whose stages cannot fit in memory costs 1e6 s plus its overflow in GiB, so the
 // search still moves towards feasibility.
@@ -68,6 +70,8 @@ class FullCostModel final : public CostModel {
   void fill_stages(const std::vector<const std::vector<int>*>& members, CostScratch& scratch,
                    Detail* detail) const;
   CostBreakdown finish(CostScratch& scratch) const;
+  // The tied table's sum between devices a and b (first and last stage of one replica).
+  double tie_s(int a, int b) const;
   double best_order(const Groups& groups, CostScratch& scratch, std::vector<int>* best) const;
 
   Workload workload_;

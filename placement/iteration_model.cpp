@@ -354,15 +354,34 @@ LastBackward one_f_one_b_last_backward(const VirtualPipeline& vp) {
 // (started at E - d). Overlapped, bucket k of K is released at E - d + (k+1)d/K and they queue
 // on one link, a/K each, so the all-reduce ends at
 //   max_k (E - d + (k+1)d/K + (K-k)a/K) = max(E - d + d/K + a, E + a/K)   (linear in k);
-// blocking, it runs whole after E. The iteration is the latest optimizer end over the ranks.
+// blocking, it runs whole after E. The tied table (first and last rank) is summed between them
+// once both have its gradient, then all-reduced by each after its other buckets (simulator.h).
+// The iteration is the latest optimizer end over the ranks.
 double with_gradient_sync(const PipelineTiming& timing, const LastBackward& last) {
   const double buckets = timing.allreduce_buckets;
+  const size_t p = last.end_s.size();
+  const bool table = p > 1 && (timing.embedding_allreduce_s > 0 ||
+                               timing.stages[0].table_allreduce_s > 0 ||
+                               timing.stages[p - 1].table_allreduce_s > 0);
+  double tie_end = 0;
+  if (table) {
+    const double first_ready = timing.overlap ? last.end_s[0]
+                                              : last.end_s[0] + timing.stages[0].allreduce_s;
+    const double last_ready = timing.overlap
+                                  ? last.start_s[p - 1]
+                                  : last.end_s[p - 1] + timing.stages[p - 1].allreduce_s;
+    tie_end = std::max(first_ready, last_ready) + timing.embedding_allreduce_s;
+  }
   double iteration = 0;
-  for (size_t r = 0; r < last.end_s.size(); ++r) {
+  for (size_t r = 0; r < p; ++r) {
     const double a = timing.stages[r].allreduce_s;
     const double e = last.end_s[r], d = last.end_s[r] - last.start_s[r];
-    const double synced =
+    double synced =
         timing.overlap ? std::max({e, e - d + d / buckets + a, e + a / buckets}) : e + a;
+    // The table's all-reduce follows the tie and the rank's other buckets.
+    if (table && (r == 0 || r == p - 1)) {
+      synced = std::max(synced, tie_end) + timing.stages[r].table_allreduce_s;
+    }
     iteration = std::max(iteration, synced + timing.optimizer_s);
   }
   return iteration;

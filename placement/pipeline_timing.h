@@ -28,6 +28,9 @@ struct StageTiming {
   double forward_s = 0;
   double backward_s = 0;   // includes recomputation when activations are recomputed
   double allreduce_s = 0;  // the stage's data-parallel gradient all-reduce, whole iteration
+  // First and last stage (p > 1): the tied token table's data-parallel all-reduce, which runs
+  // after the table's copies were summed (embedding_allreduce_s) and after allreduce_s.
+  double table_allreduce_s = 0;
 };
 
 // One message (activations forward or their gradients backward; both have the same size)
@@ -44,6 +47,11 @@ struct PipelineTiming {
   // hops[p-1], from the last stage back to the first (p entries).
   std::vector<HopTiming> hops;
   double optimizer_s = 0;  // optimizer step after the all-reduce
+  // The tied token table (p > 1): each replica's first-stage copy and last-stage copy are
+  // summed between the two devices (the slowest replica's pair), on a lane of its own, once
+  // both gradients exist: the end of the first stage's last backward and the start of the
+  // last stage's. Then both stages all-reduce the sum over their groups (table_allreduce_s).
+  double embedding_allreduce_s = 0;
   // true: sends, receives and the all-reduce run on their own streams while compute goes
   // on, and the all-reduce starts bucket by bucket during the last backward;
   // false: every communication blocks the compute of its stage.

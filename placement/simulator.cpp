@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -48,7 +49,8 @@ void validate_pipeline_timing(const ScheduleSpec& spec, const PipelineTiming& ti
   }
   for (size_t j = 0; j < timing.stages.size(); ++j) {
     const StageTiming& stage = timing.stages[j];
-    if (stage.forward_s < 0 || stage.backward_s < 0 || stage.allreduce_s < 0) {
+    if (stage.forward_s < 0 || stage.backward_s < 0 || stage.allreduce_s < 0 ||
+        stage.table_allreduce_s < 0) {
       fail("stages[" + std::to_string(j) + "] has a negative time");
     }
   }
@@ -58,6 +60,7 @@ void validate_pipeline_timing(const ScheduleSpec& spec, const PipelineTiming& ti
     }
   }
   if (timing.optimizer_s < 0) fail("optimizer_s is negative");
+  if (timing.embedding_allreduce_s < 0) fail("embedding_allreduce_s is negative");
   if (timing.allreduce_buckets < 1) fail("allreduce_buckets must be at least 1");
 }
 
@@ -140,6 +143,9 @@ class Simulation {
     double last_backward_start_s = 0;
     double last_backward_s = 0;
     double allreduce_end_s = 0;
+    // When this rank's copy of the tied table has its gradient (first and last stage only);
+    // unset until the rank reaches its all-reduce.
+    std::optional<double> table_ready_s;
   };
 
   size_t cell(const Instruction& instruction) const {
@@ -184,7 +190,7 @@ class Simulation {
         all_reduce(rank);
         break;
       case Op::OptimizerStep:
-        optimizer_step(rank);
+        if (!optimizer_step(rank)) return false;
         break;
     }
     ++state.next;
@@ -268,6 +274,14 @@ class Simulation {
     return true;
   }
 
+  // The first and the last rank, when the tied table costs anything to sum.
+  bool holds_table(int rank) const {
+    const int p = spec_.stages;
+    return p > 1 && (rank == 0 || rank == p - 1) &&
+           (timing_.embedding_allreduce_s > 0 || timing_.stages[0].table_allreduce_s > 0 ||
+            timing_.stages[p - 1].table_allreduce_s > 0);
+  }
+
   void all_reduce(int rank) {
     RankState& state = ranks_[rank];
     const double total_s = timing_.stages[rank].allreduce_s;
@@ -276,7 +290,12 @@ class Simulation {
       state.clock_s += total_s;
       state.allreduce_end_s = state.clock_s;
       result_.network_wait_s[rank] += total_s;
+      if (holds_table(rank)) state.table_ready_s = state.clock_s;
       return;
+    }
+    if (holds_table(rank)) {
+      state.table_ready_s = rank == 0 ? state.last_backward_start_s + state.last_backward_s
+                                      : state.last_backward_start_s;
     }
     // Bucket k is released once (k+1)/buckets of the last Backward has run.
     const int buckets = timing_.allreduce_buckets;
@@ -293,12 +312,28 @@ class Simulation {
     state.allreduce_end_s = link_free_s;
   }
 
-  void optimizer_step(int rank) {
+  // False while the other holder of the tied table has not reached its all-reduce.
+  bool optimizer_step(int rank) {
     RankState& state = ranks_[rank];
-    const double start_s = std::max(state.clock_s, state.allreduce_end_s);
+    double synced_s = state.allreduce_end_s;
+    if (holds_table(rank)) {
+      const RankState& other = ranks_[rank == 0 ? spec_.stages - 1 : 0];
+      if (!other.table_ready_s) return false;
+      const double tie_start_s = std::max(*state.table_ready_s, *other.table_ready_s);
+      const double tie_end_s = tie_start_s + timing_.embedding_allreduce_s;
+      record(rank, Stream::OptimizerComm, "tie embedding", tie_start_s,
+             timing_.embedding_allreduce_s);
+      // The table's own all-reduce queues behind the rank's other buckets.
+      const double table_start_s = std::max(synced_s, tie_end_s);
+      const double table_s = timing_.stages[rank].table_allreduce_s;
+      record(rank, Stream::OptimizerComm, "all-reduce table", table_start_s, table_s);
+      synced_s = table_start_s + table_s;
+    }
+    const double start_s = std::max(state.clock_s, synced_s);
     result_.network_wait_s[rank] += start_s - state.clock_s;
     record(rank, Stream::OptimizerStep, "optimizer step", start_s, timing_.optimizer_s);
     state.clock_s = start_s + timing_.optimizer_s;
+    return true;
   }
 
   const ScheduleSpec& spec_;

@@ -54,7 +54,12 @@ void validate_pipeline_timing(const ScheduleSpec& spec, const PipelineTiming& ti
 // data-parallel link taking allreduce_s/buckets each.
 // overlap = false: a send blocks the rank until the message has arrived, a receive blocks until
 // it arrives, and the all-reduce runs whole after the last Backward, blocking.
-// OptimizerStep (optimizer_s) follows the all-reduce. Throws std::invalid_argument on bad input.
+// The tied table's sum between the first and last rank (embedding_allreduce_s, p > 1) runs on
+// a lane of its own from the later of the first stage's table gradient (end of its last
+// Backward; without overlap, after its all-reduce) and the last stage's (start of its last
+// Backward; likewise); then each of the two ranks all-reduces the table (table_allreduce_s)
+// on its data-parallel link after its other buckets.
+// OptimizerStep (optimizer_s) follows the all-reduces. Throws std::invalid_argument on bad input.
 SimulationResult simulate_iteration(const ScheduleSpec& spec, const PipelineTiming& timing);
 
 }  // namespace tessel::placement

@@ -90,8 +90,11 @@ double Workload::activation_message_bytes() const {
 
 // Gradients are kept and all-reduced in fp32 (Megatron's main_grad), 4 bytes a parameter.
 double Workload::gradient_bytes(int layers_in_stage, bool first, bool last) const {
-  return 4.0 * double(stage_parameters(layers_in_stage, first, last));
+  const double table = first != last ? table_gradient_bytes() : 0.0;
+  return 4.0 * double(stage_parameters(layers_in_stage, first, last)) - table;
 }
+
+double Workload::table_gradient_bytes() const { return 4.0 * double(vocab) * hidden; }
 
 // Forward FLOPs of one layer for one micro-batch (b sequences of s tokens), 2 per MAC:
 //   dense:     2 b s (4h^2 + 2hf)      (QKV, projection, two MLP matmuls)

@@ -52,8 +52,12 @@ struct Workload {
   // Parameters held by a stage: its layers, plus the token and position tables on the first
   // stage, plus the final layernorm and a copy of the (tied) token table on the last.
   int64_t stage_parameters(int layers_in_stage, bool first, bool last) const;
-  // Bytes of gradients a stage all-reduces per iteration (fp32 gradients).
+  // Bytes of gradients a stage all-reduces over its data-parallel group per iteration (fp32
+  // gradients). With more than one stage (first != last) the tied token table's copies are
+  // left out: they are summed over the first and last stages together (table_gradient_bytes).
   double gradient_bytes(int layers_in_stage, bool first, bool last) const;
+  // Bytes of the tied token table's gradient (V x h, fp32).
+  double table_gradient_bytes() const;
   // Forward FLOPs for one micro-batch: one transformer layer, and the head (last stage).
   double forward_flops_per_layer() const;
   double forward_flops_head() const;

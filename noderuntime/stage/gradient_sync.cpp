@@ -2,19 +2,33 @@
 
 namespace tessel::stage {
 
+GradientSync::InFlight GradientSync::start_all_reduce(float* data, size_t size,
+                                                      const std::vector<int>& group,
+                                                      const std::string& name) {
+  InFlight op;
+  op.name = name;
+  if (trace_) op.trace_id = trace_->open(placement::Stream::OptimizerComm, name);
+  op.request = comm_.iall_reduce(data, size, transport::DType::kF32, group);
+  if (op.request.test()) finish(op);  // a group of one has nothing to send
+  return op;
+}
+
 void GradientSync::start(int chunk_index, GptChunk& chunk, int bucket) {
   if (!started_.insert({chunk_index, bucket}).second) return;
   const GradientBucket& b = chunk.layout().buckets().at(bucket);
-  const auto& group = b.group == BucketGroup::kEmbedding ? embedding_group_ : data_parallel_group_;
-  InFlight op;
-  if (trace_) {
-    op.trace_id = trace_->open(placement::Stream::OptimizerComm,
-                               "all-reduce c" + std::to_string(chunk_index) + " " + b.name);
+  float* data = chunk.grads().data() + b.offset;
+  const auto size = static_cast<size_t>(b.size);
+  const std::string name = "all-reduce c" + std::to_string(chunk_index) + " " + b.name;
+  if (b.group == BucketGroup::kEmbedding) {
+    InFlight tie = start_all_reduce(data, size, tie_group_, "tie c" + std::to_string(chunk_index) +
+                                                                " " + b.name);
+    tie.table = data;
+    tie.table_size = size;
+    tie.name = name;
+    in_flight_.push_back(std::move(tie));
+    return;
   }
-  op.request = comm_.iall_reduce(chunk.grads().data() + b.offset, static_cast<size_t>(b.size),
-                                 transport::DType::kF32, group);
-  if (op.request.test()) finish(op);  // a group of one has nothing to send
-  in_flight_.push_back(std::move(op));
+  in_flight_.push_back(start_all_reduce(data, size, data_parallel_group_, name));
 }
 
 void GradientSync::start_all(int chunk_index, GptChunk& chunk) {
@@ -34,7 +48,19 @@ void GradientSync::poll() {
 }
 
 void GradientSync::wait_all() {
+  // The ties first, then the tables' data-parallel all-reduces after every other bucket, in
+  // the same order on every member of the group.
+  std::vector<InFlight> tables;
   for (InFlight& op : in_flight_) {
+    if (!op.done) {
+      op.request.wait();
+      finish(op);
+    }
+    if (op.table) {
+      tables.push_back(start_all_reduce(op.table, op.table_size, data_parallel_group_, op.name));
+    }
+  }
+  for (InFlight& op : tables) {
     if (op.done) continue;
     op.request.wait();
     finish(op);

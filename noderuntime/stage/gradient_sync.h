@@ -1,15 +1,21 @@
 // The step's gradient all-reduces, bucket by bucket: each bucket (a contiguous slice of a
-// chunk's gradient buffer, parameter_layout.h) is summed in place over its group as soon as it
-// is started, on the communicator's collective thread, while the caller goes on computing.
-// Data-parallel buckets go over the stage's data-parallel group, the tied-embedding buckets
-// (wte, lm_head) over the embedding group. The optimizer step waits for all of them.
+// chunk's gradient buffer, parameter_layout.h) is summed in place over the stage's
+// data-parallel group as soon as it is started, on the communicator's lane for that group,
+// while the caller goes on computing. The optimizer step waits for all of them.
+//
+// The tied token table (wte on the first stage, lm_head on the last), as Megatron sums it:
+// when its bucket starts, the replica's two copies are summed between the first and the last
+// stage (the tie group, a lane of its own, so the wait for the other end holds up no other
+// bucket); once that is done, in wait_all, the sum is all-reduced over the data-parallel
+// group like any bucket. Every copy ends as the sum over all copies, bit for bit the same.
 //
 // Every member of a group must start that group's buckets in the same order: the ranks of one
-// stage run the same instruction list, and the embedding group's buckets are each rank's first
-// (last stage) or last (first stage) of the step, so the order of all collectives is acyclic.
+// stage run the same instruction list, and the table's data-parallel all-reduce is each
+// rank's last.
 #pragma once
 
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,10 +28,10 @@ namespace tessel::stage {
 class GradientSync {
  public:
   GradientSync(transport::Communicator& comm, std::vector<int> data_parallel_group,
-               std::vector<int> embedding_group, StepTrace* trace)
+               std::vector<int> tie_group, StepTrace* trace)
       : comm_(comm),
         data_parallel_group_(std::move(data_parallel_group)),
-        embedding_group_(std::move(embedding_group)),
+        tie_group_(std::move(tie_group)),
         trace_(trace) {}
 
   // Starts the all-reduce of bucket `bucket` of `chunk` (the rank's chunk `chunk_index`),
@@ -44,12 +50,19 @@ class GradientSync {
     transport::Request request;
     size_t trace_id = 0;
     bool done = false;
+    // A tie of the table: its data-parallel all-reduce follows (wait_all).
+    float* table = nullptr;
+    size_t table_size = 0;
+    std::string name;
   };
+  // Starts an all-reduce of data[0, size) over the group, traced under `name`.
+  InFlight start_all_reduce(float* data, size_t size, const std::vector<int>& group,
+                            const std::string& name);
   void finish(InFlight& op);
 
   transport::Communicator& comm_;
   const std::vector<int> data_parallel_group_;
-  const std::vector<int> embedding_group_;
+  const std::vector<int> tie_group_;
   StepTrace* trace_;
   std::set<std::pair<int, int>> started_;  // (chunk index, bucket) this step
   std::vector<InFlight> in_flight_;

@@ -5,11 +5,12 @@
 // Tied embeddings, as Megatron does it: the token table wte is also the LM head. The chunk of
 // virtual stage 0 holds wte (and the position table wpe); the chunk of the last virtual stage
 // holds the final layernorm and its own copy of wte, named "lm_head.weight", initialised from
-// wte's random stream so both copies start bit-identical. Before the optimizer step the two
-// copies' gradients are summed by one all-reduce over the "embedding group" (every replica's
-// first and last stage), which also does their data-parallel sum, so both copies receive the
-// same update and stay identical. When one chunk is both first and last (a single stage), it
-// holds wte once and both uses accumulate into its one gradient: the same sum.
+// wte's random stream so both copies start bit-identical. Before the optimizer step each
+// replica's two copies' gradients are summed between its first and last stage (the tie
+// group), then all-reduced over the data-parallel group like every bucket (gradient_sync.h),
+// so both copies receive the same update and stay identical. When one chunk is both first and
+// last (a single stage), it holds wte once and both uses accumulate into its one gradient:
+// the same sum.
 //
 // Layout of a chunk's buffer, each tensor contiguous, row-major:
 //   [wte (V, C)] [wpe (T, C)]                      virtual stage 0 only
@@ -19,8 +20,8 @@
 //                                                  for each global layer l of the chunk
 //   [ln_f.weight (C)] [ln_f.bias (C)] [lm_head.weight (V, C)]   last virtual stage only
 //                                                  (lm_head only when not also stage 0)
-// Buckets: "wte" and "lm_head" (embedding group), "wpe", one per layer "h.<l>", "ln_f" (data-
-// parallel group).
+// Buckets: "wte" and "lm_head" (the tied table: tie group, then data-parallel group), "wpe",
+// one per layer "h.<l>", "ln_f" (data-parallel group).
 #pragma once
 
 #include <cstdint>
@@ -67,11 +68,11 @@ struct ParameterTensor {
   float stddev = 0;    // kNormal only
   bool decay = false;  // weight decay applies (matrices), not to biases and layernorms
   // Counted in the global gradient norm: false for lm_head.weight, whose gradient after the
-  // embedding all-reduce equals wte's, which the first stage already counts.
+  // tie and the all-reduce equals wte's, which the first stage already counts.
   bool in_norm = true;
 };
 
-enum class BucketGroup { kDataParallel, kEmbedding };
+enum class BucketGroup { kDataParallel, kEmbedding };  // kEmbedding: the tied table
 
 struct GradientBucket {
   std::string name;  // "wte", "wpe", "h.3", "ln_f", "lm_head"

@@ -59,14 +59,9 @@ std::vector<int> PipelineLayout::data_parallel_group(int stage) const {
   return group;
 }
 
-std::vector<int> PipelineLayout::embedding_group() const {
-  if (stages == 1) return data_parallel_group(0);
-  std::vector<int> group;
-  for (int r = 0; r < replicas; ++r) {
-    group.push_back(rank(0, r));
-    group.push_back(rank(stages - 1, r));
-  }
-  return group;
+std::vector<int> PipelineLayout::tie_group(int replica) const {
+  if (stages == 1) return {rank(0, replica)};
+  return {rank(0, replica), rank(stages - 1, replica)};
 }
 
 std::vector<int> PipelineLayout::world() const {

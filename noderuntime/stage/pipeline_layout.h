@@ -5,8 +5,8 @@
 //
 // Groups of ranks for the collectives, each in ring order:
 // - data-parallel group of a stage: that stage's rank in every replica, replica order;
-// - embedding group: every replica's first and last stage, (first, last) per replica in
-//   replica order (with one stage: the data-parallel group of stage 0);
+// - tie group of a replica: its first and last stage, which sum their copies of the tied
+//   token table (with one stage: that stage alone);
 // - world: every rank, 0 .. P D - 1.
 #pragma once
 
@@ -42,7 +42,9 @@ struct PipelineLayout {
   Tasklet tasklet_of(int rank) const;
 
   std::vector<int> data_parallel_group(int stage) const;
-  std::vector<int> embedding_group() const;
+  // The ranks that hold a copy of the tied token table in one replica: its first and last
+  // stage (one rank when there is one stage). They sum their copies' gradients.
+  std::vector<int> tie_group(int replica) const;
   std::vector<int> world() const;
 };
 

@@ -49,7 +49,7 @@ StageRuntime::StageRuntime(const GptConfig& config, const PipelineLayout& layout
       trace_(trace),
       stage_(layout_.tasklet_of(comm.rank()).stage),
       replica_(layout_.tasklet_of(comm.rank()).replica),
-      sync_(comm, layout_.data_parallel_group(stage_), layout_.embedding_group(), trace) {
+      sync_(comm, layout_.data_parallel_group(stage_), layout_.tie_group(replica_), trace) {
   options_.validate();
   const placement::ScheduleSpec spec{options_.schedule, layout_.stages, options_.micro_batches,
                                      layout_.chunks, options_.microbatch_group};

@@ -60,9 +60,15 @@ TEST(Runtime, OverlapStartsBucketsDuringTheLastBackwardAndPostsReceivesEarly) {
   const std::vector<StepTrace> traces = traced_step(layout, true);
   for (const StepTrace& trace : traces) {
     const StepShape shape = shape_of(trace);
-    // Stage 0: wte, wpe, 2 blocks; stage 1: 2 blocks, ln_f, lm_head.
-    EXPECT_EQ(shape.all_reduces, 4) << "rank " << trace.rank();
+    // Stage 0: wpe, 2 blocks, the tie of wte with stage 1, then wte's all-reduce; stage 1:
+    // 2 blocks, ln_f, the tie of lm_head with stage 0, then lm_head's all-reduce.
+    EXPECT_EQ(shape.all_reduces, 5) << "rank " << trace.rank();
     EXPECT_LT(shape.first_all_reduce_start, shape.last_backward_end) << "rank " << trace.rank();
+    const bool first = layout.tasklet_of(trace.rank()).stage == 0;
+    const std::string table = first ? "c0 wte" : "c0 lm_head";
+    EXPECT_LE(find_event(trace, "tie " + table).end_s,
+              find_event(trace, "all-reduce " + table).start_s)
+        << "rank " << trace.rank();
   }
   // Stage 1 posts the receive of micro-batch 1 before it starts the backward of micro-batch 0.
   const StepTrace& last = traces[layout.rank(1, 0)];
@@ -78,7 +84,7 @@ TEST(Runtime, WithoutOverlapEveryCommunicationWaitsItsTurn) {
   const std::vector<StepTrace> traces = traced_step(layout, false);
   for (const StepTrace& trace : traces) {
     const StepShape shape = shape_of(trace);
-    EXPECT_EQ(shape.all_reduces, 4);
+    EXPECT_EQ(shape.all_reduces, 5);  // as above
     EXPECT_GE(shape.first_all_reduce_start, shape.last_backward_end) << "rank " << trace.rank();
   }
   const StepTrace& last = traces[layout.rank(1, 0)];
