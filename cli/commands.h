@@ -6,6 +6,7 @@
 namespace tessel::cli {
 
 void add_plan_command(CLI::App& app);
+void add_schedule_command(CLI::App& app);
 void add_local_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
 void add_topology_command(CLI::App& app);

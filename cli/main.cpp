@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   tessel::cli::add_plan_command(app);
   tessel::cli::add_simulate_command(app);
   tessel::cli::add_local_command(app);
+  tessel::cli::add_schedule_command(app);
   tessel::cli::add_topology_command(app);
   try {
     app.parse(argc, argv);

@@ -144,3 +144,34 @@ TEST(TesselTopology, GeneratesAReproducibleTopologyThatPlans) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(TesselSchedule, PrintsEveryRanksListChecksItAndDrawsIt) {
+  const std::string svg = ::testing::TempDir() + "/tessel-schedule.svg";
+  const Outcome r = tessel("schedule --kind interleaved --stages 2 --micro-batches 4 --chunks 2 "
+                           "--svg " + svg);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("rank 0: Forward mb0 c0; SendActivation mb0 c0 to 1;"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank 1: RecvActivation mb0 c0 from 0;"), std::string::npos);
+  // (p-1)/(v m + p-1) of the iteration is bubble: 1/9.
+  EXPECT_NE(r.output.find("interleaved, p=2, m=4, v=2: replay clean (no deadlock, every send "
+                          "received); iteration 135 ms, bubble 11.1%"),
+            std::string::npos)
+      << r.output;
+  std::ifstream file(svg);
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<title>B mb3 c1</title>"), std::string::npos);
+}
+
+TEST(TesselSchedule, AnImpossibleScheduleIsRefusedNamingTheValue) {
+  const Outcome r = tessel("schedule --kind interleaved --stages 2 --micro-batches 3 --chunks 2");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("tessel: error: interleaved schedule (p=2, m=3, v=2): m mod G = 1"),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
