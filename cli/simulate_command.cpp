@@ -12,6 +12,7 @@
 #include "placement/iteration_model.h"
 #include "placement/placement.h"
 #include "placement/simulator.h"
+#include "placement/timeline_svg.h"
 
 namespace tessel::cli {
 namespace {
@@ -22,6 +23,7 @@ struct SimulateCommand {
   PlanOptions options;
   std::string placement_file;
   std::string trace_file;
+  std::string svg_file;
 
   // The placement to simulate: read from --placement, else planned here.
   std::vector<std::vector<int>> pipelines(const PlanInputs& in) const {
@@ -66,6 +68,12 @@ struct SimulateCommand {
       std::printf("%5d  %6d  %8.2f ms  %9.2f ms  %8.3f s  %7.3f s  %7.3f s\n", s, split[s],
                   timing.stages[s].forward_s * 1e3, timing.stages[s].backward_s * 1e3,
                   timing.stages[s].allreduce_s, sim.compute_busy_s[s], sim.network_wait_s[s]);
+    if (spec.stages > 1) {
+      std::printf("\ntied token table: first and last stage sum it in %.3f s, then all-reduce "
+                  "it in %.3f s (stage 0) and %.3f s (stage %d)\n",
+                  timing.embedding_allreduce_s, timing.stages[0].table_allreduce_s,
+                  timing.stages[spec.stages - 1].table_allreduce_s, spec.stages - 1);
+    }
     if (!timing.hops.empty()) {
       std::printf("\nhop      latency    transfer/message\n");
       for (size_t h = 0; h < timing.hops.size(); ++h)
@@ -79,6 +87,17 @@ struct SimulateCommand {
       write_chrome_trace(sim, trace_file);
       std::printf("timeline: %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
                   trace_file.c_str());
+    }
+    if (!svg_file.empty()) {
+      std::ofstream out(svg_file);
+      TimelineSvgOptions svg;
+      svg.title = std::string("tessel simulate: ") + to_string(spec.kind) + ", " +
+                  std::to_string(spec.stages) + " stages, " +
+                  std::to_string(spec.micro_batches) + " micro-batches";
+      if (!(out << timeline_svg(sim, svg))) {
+        throw std::runtime_error(svg_file + ": cannot write the picture");
+      }
+      std::printf("picture: %s\n", svg_file.c_str());
     }
   }
 };
@@ -94,6 +113,7 @@ void add_simulate_command(CLI::App& app) {
                   "A placement from `tessel plan --format json` (default: plan one now)")
       ->check(CLI::ExistingFile);
   sub->add_option("--trace", cmd->trace_file, "Write the timeline as Chrome-trace JSON");
+  sub->add_option("--svg", cmd->svg_file, "Draw the timeline as an SVG picture");
   sub->callback([cmd] { cmd->run(); });
 }
 

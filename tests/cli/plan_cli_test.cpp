@@ -102,15 +102,22 @@ TEST(TesselPlan, BadInputsFailNamingTheCulprit) {
 
 TEST(TesselSimulate, ComparesTheSimulationWithTheClosedFormAndWritesATrace) {
   const std::string trace = ::testing::TempDir() + "/trace.json";
-  const Outcome r =
-      tessel("simulate --topology " + kTopologies +
-             "4-regional-geo.yaml --stages 8 --replicas 8 --evaluations 200 --trace " + trace);
+  const std::string svg = ::testing::TempDir() + "/timeline.svg";
+  const Outcome r = tessel("simulate --topology " + kTopologies +
+                           "4-regional-geo.yaml --stages 8 --replicas 8 --evaluations 200 "
+                           "--trace " + trace + " --svg " + svg);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("simulated"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("closed form"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("tied token table: first and last stage sum it in"), std::string::npos)
+      << r.output;
   std::ifstream in(trace);
   const auto j = nlohmann::json::parse(in);
   EXPECT_GT(j["traceEvents"].size(), 100u);
+  std::ifstream picture(svg);
+  const std::string text((std::istreambuf_iterator<char>(picture)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("<title>F mb0 c0</title>"), std::string::npos);
 }
 
 TEST(TesselSimulate, ReadsAPlacementFromPlan) {
