@@ -73,20 +73,32 @@ std::shared_ptr<kube::Client> BenchCluster::new_client() const {
   return kube::Client::from_config(config_, unlimited_options());
 }
 
-double BenchCluster::create_config_maps(int count, int threads) {
+BenchCluster::Creation BenchCluster::create_config_maps(int count, int threads) {
   if (count < 0 || threads < 1)
     throw std::invalid_argument("create_config_maps: bad count or threads");
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<std::future<void>> writers;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  std::vector<std::future<std::vector<double>>> writers;
   for (int t = 0; t < threads; ++t) {
     writers.push_back(std::async(std::launch::async, [this, t, count, threads] {
+      std::vector<double> round_trips;
       for (int i = t; i < count; i += threads) {
+        const auto sent = Clock::now();
         client_->create(config_maps_, kBenchNamespace, config_map(i));
+        round_trips.push_back(
+            std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
       }
+      return round_trips;
     }));
   }
-  for (auto& writer : writers) writer.get();  // rethrows a writer's failure
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  Creation creation;
+  for (auto& writer : writers) {
+    const std::vector<double> round_trips = writer.get();  // rethrows a writer's failure
+    creation.round_trip_ms.insert(creation.round_trip_ms.end(), round_trips.begin(),
+                                  round_trips.end());
+  }
+  creation.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return creation;
 }
 
 }  // namespace tessel::bench

@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "kube/client.h"
 #include "kube/config.h"
@@ -24,9 +25,12 @@ class BenchCluster {
   BenchCluster(const BenchCluster&) = delete;
   BenchCluster& operator=(const BenchCluster&) = delete;
 
-  // Creates ConfigMaps bench-00000 ... from `threads` threads sharing the client; returns the
-  // seconds it took.
-  double create_config_maps(int count, int threads);
+  // Creates ConfigMaps bench-00000 ... from `threads` threads sharing the client.
+  struct Creation {
+    double seconds = 0;                 // all of them
+    std::vector<double> round_trip_ms;  // each create, in no particular order
+  };
+  Creation create_config_maps(int count, int threads);
 
   // A new client with no rate limit (each informer or writer may have its own).
   std::shared_ptr<kube::Client> new_client() const;

@@ -21,9 +21,9 @@ double cpu_seconds() {
          static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
-// The test server shares the process and keeps working after a write (its garbage collector
-// passes over every object), so memory is only read once the whole process has been idle for a
-// moment: under 5 ms of CPU in 100 ms, for at most 10 s.
+// The test server shares the process and may still be at work (finishing responses, its
+// garbage collector), so memory is only read once the whole process has been idle for a moment:
+// under 5 ms of CPU in 100 ms, for at most 10 s.
 void wait_until_idle() {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < give_up) {
@@ -59,12 +59,11 @@ std::vector<Measurement> measure_initial_sync(kube::SharedInformer& informer, in
                              " ConfigMaps, expected " + std::to_string(objects));
   }
   const std::string what = "informer initial sync (" + std::to_string(objects) + " objects)";
-  return {{what, sync_ms, "ms"},
-          {what, objects / (sync_ms / 1000), "objects/s"},
-          {"informer cache, heap per object", (after.heap_bytes - before.heap_bytes) / objects,
-           "bytes"},
-          {"informer cache, RSS per object",
-           (after.resident_bytes - before.resident_bytes) / objects, "bytes"}};
+  return {figure(what, sync_ms, "ms"), figure(what, objects / (sync_ms / 1000), "objects/s"),
+          figure("informer cache, heap per object",
+                 (after.heap_bytes - before.heap_bytes) / objects, "bytes"),
+          figure("informer cache, RSS per object",
+                 (after.resident_bytes - before.resident_bytes) / objects, "bytes")};
 }
 
 }  // namespace tessel::bench

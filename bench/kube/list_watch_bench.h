@@ -9,15 +9,16 @@
 
 namespace tessel::bench {
 
-// Client::list_all of the namespace's ConfigMaps, 500 per page (client-go's page size). Throws
+// A paginated list of the namespace's ConfigMaps, 500 per page (client-go's page size), as
+// Client::list_all makes it: the whole list's time and rate, and each page's round trip. Throws
 // std::runtime_error when the list does not hold `expected_objects` items.
 std::vector<Measurement> measure_paginated_list(BenchCluster& cluster, int expected_objects);
 
 // `updates` merge patches of ConfigMaps 0 .. objects-1 (round robin) from `writer_threads`
 // threads, while one client watches the namespace from the resourceVersion before the burst.
 // Reports the write rate, the rate at which the watch delivered the burst's events (events over
-// the time from the first write to the last event), and the median and 99th percentile of the
-// time from the start of a write to its event. Throws std::runtime_error when the watch has not
+// the time from the first write to the last event), and the time from the start of each write
+// to its event. Throws std::runtime_error when the watch has not
 // delivered every event within a minute.
 std::vector<Measurement> measure_watch_burst(BenchCluster& cluster, int objects, int updates,
                                              int writer_threads);
