@@ -61,6 +61,10 @@ FullCostModel::FullCostModel(const Topology& topology, PartitionShape shape, Wor
     memory_bytes_.push_back((d.memory_gib - options.memory_reserve_gib) * double(1ULL << 30));
   }
   message_bytes_ = workload_.activation_message_bytes();
+  // Every device takes part: the world's sum waits for the longest latency among them.
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b)
+      if (a != b) world_sync_s_ = std::max(world_sync_s_, topology.latency_ms(a, b) / 1000.0);
   const double c_dp = workload_.paper_c_dp_gb(shape.stages);
   for (int a = 0; a < n; ++a) {
     for (int b = 0; b < n; ++b) {
@@ -107,6 +111,7 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
 
   PipelineTiming& t = s.timing;
   t.overlap = options_.overlap;
+  t.world_sync_s = world_sync_s_;
   t.stages.resize(p);
   t.optimizer_s = 0;
   double data_parallel = 0;

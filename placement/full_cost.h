@@ -14,7 +14,8 @@
 //  3. per stage: forward/backward time per micro-batch, ring all-reduce of its gradients;
 //     per hop: the bottleneck pair's latency and transfer time; the tied token table: summed
 //     between each replica's first and last stage (the slowest pair of the bottleneck
-//     matching), then all-reduced over each of the two stage groups;
+//     matching), then all-reduced over each of the two stage groups; before the optimizer
+//     step one round among all devices (the loss and gradient norm): the longest latency;
 //  4. the iteration time from the closed-form schedule model (iteration_model.h).
 // A placement whose stages cannot fit in memory costs 1e6 s plus its overflow in GiB, so the
 // search still moves towards feasibility.
@@ -81,6 +82,7 @@ class FullCostModel final : public CostModel {
   std::vector<double> flops_per_s_;   // per device, effective
   std::vector<double> memory_bytes_;  // per device, usable
   double message_bytes_ = 0;
+  double world_sync_s_ = 0;  // the longest latency between two devices
 };
 
 }  // namespace tessel::placement

@@ -356,7 +356,7 @@ LastBackward one_f_one_b_last_backward(const VirtualPipeline& vp) {
 //   max_k (E - d + (k+1)d/K + (K-k)a/K) = max(E - d + d/K + a, E + a/K)   (linear in k);
 // blocking, it runs whole after E. The tied table (first and last rank) is summed between them
 // once both have its gradient, then all-reduced by each after its other buckets (simulator.h).
-// The iteration is the latest optimizer end over the ranks.
+// Then every rank sums the loss and norm with all others (world_sync_s) and steps together.
 double with_gradient_sync(const PipelineTiming& timing, const LastBackward& last) {
   const double buckets = timing.allreduce_buckets;
   const size_t p = last.end_s.size();
@@ -372,7 +372,7 @@ double with_gradient_sync(const PipelineTiming& timing, const LastBackward& last
                                   : last.end_s[p - 1] + timing.stages[p - 1].allreduce_s;
     tie_end = std::max(first_ready, last_ready) + timing.embedding_allreduce_s;
   }
-  double iteration = 0;
+  double synced_all = 0;  // every rank's gradients complete
   for (size_t r = 0; r < p; ++r) {
     const double a = timing.stages[r].allreduce_s;
     const double e = last.end_s[r], d = last.end_s[r] - last.start_s[r];
@@ -382,9 +382,9 @@ double with_gradient_sync(const PipelineTiming& timing, const LastBackward& last
     if (table && (r == 0 || r == p - 1)) {
       synced = std::max(synced, tie_end) + timing.stages[r].table_allreduce_s;
     }
-    iteration = std::max(iteration, synced + timing.optimizer_s);
+    synced_all = std::max(synced_all, synced);
   }
-  return iteration;
+  return synced_all + timing.world_sync_s + timing.optimizer_s;
 }
 
 }  // namespace

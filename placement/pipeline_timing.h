@@ -52,6 +52,10 @@ struct PipelineTiming {
   // both gradients exist: the end of the first stage's last backward and the start of the
   // last stage's. Then both stages all-reduce the sum over their groups (table_allreduce_s).
   double embedding_allreduce_s = 0;
+  // Before the optimizer step every rank sums the loss, the gradient norm and the stop vote
+  // with every other rank in one round (each sends to all): the longest latency between any
+  // two of the job's devices. No rank steps before every rank has reached it.
+  double world_sync_s = 0;
   // true: sends, receives and the all-reduce run on their own streams while compute goes
   // on, and the all-reduce starts bucket by bucket during the last backward;
   // false: every communication blocks the compute of its stage.

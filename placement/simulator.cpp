@@ -61,6 +61,7 @@ void validate_pipeline_timing(const ScheduleSpec& spec, const PipelineTiming& ti
   }
   if (timing.optimizer_s < 0) fail("optimizer_s is negative");
   if (timing.embedding_allreduce_s < 0) fail("embedding_allreduce_s is negative");
+  if (timing.world_sync_s < 0) fail("world_sync_s is negative");
   if (timing.allreduce_buckets < 1) fail("allreduce_buckets must be at least 1");
 }
 
@@ -146,6 +147,9 @@ class Simulation {
     // When this rank's copy of the tied table has its gradient (first and last stage only);
     // unset until the rank reaches its all-reduce.
     std::optional<double> table_ready_s;
+    // When the rank's gradients are complete and it waits for the world's sum; unset until
+    // it reaches its OptimizerStep.
+    std::optional<double> synced_s;
   };
 
   size_t cell(const Instruction& instruction) const {
@@ -312,24 +316,37 @@ class Simulation {
     state.allreduce_end_s = link_free_s;
   }
 
-  // False while the other holder of the tied table has not reached its all-reduce.
+  // False while the other holder of the tied table has not reached its all-reduce, or (with a
+  // world sum) some rank has not reached its optimizer step.
   bool optimizer_step(int rank) {
     RankState& state = ranks_[rank];
-    double synced_s = state.allreduce_end_s;
-    if (holds_table(rank)) {
-      const RankState& other = ranks_[rank == 0 ? spec_.stages - 1 : 0];
-      if (!other.table_ready_s) return false;
-      const double tie_start_s = std::max(*state.table_ready_s, *other.table_ready_s);
-      const double tie_end_s = tie_start_s + timing_.embedding_allreduce_s;
-      record(rank, Stream::OptimizerComm, "tie embedding", tie_start_s,
-             timing_.embedding_allreduce_s);
-      // The table's own all-reduce queues behind the rank's other buckets.
-      const double table_start_s = std::max(synced_s, tie_end_s);
-      const double table_s = timing_.stages[rank].table_allreduce_s;
-      record(rank, Stream::OptimizerComm, "all-reduce table", table_start_s, table_s);
-      synced_s = table_start_s + table_s;
+    if (!state.synced_s) {
+      double synced_s = state.allreduce_end_s;
+      if (holds_table(rank)) {
+        const RankState& other = ranks_[rank == 0 ? spec_.stages - 1 : 0];
+        if (!other.table_ready_s) return false;
+        const double tie_start_s = std::max(*state.table_ready_s, *other.table_ready_s);
+        const double tie_end_s = tie_start_s + timing_.embedding_allreduce_s;
+        record(rank, Stream::OptimizerComm, "tie embedding", tie_start_s,
+               timing_.embedding_allreduce_s);
+        // The table's own all-reduce queues behind the rank's other buckets.
+        const double table_start_s = std::max(synced_s, tie_end_s);
+        const double table_s = timing_.stages[rank].table_allreduce_s;
+        record(rank, Stream::OptimizerComm, "all-reduce table", table_start_s, table_s);
+        synced_s = table_start_s + table_s;
+      }
+      state.synced_s = std::max(state.clock_s, synced_s);
     }
-    const double start_s = std::max(state.clock_s, synced_s);
+    // With a world sum every rank waits for the last one; without, each steps on its own.
+    double world_s = *state.synced_s;
+    if (timing_.world_sync_s > 0) {
+      for (const RankState& r : ranks_) {
+        if (!r.synced_s) return false;
+        world_s = std::max(world_s, *r.synced_s);
+      }
+      record(rank, Stream::OptimizerComm, "world sum", world_s, timing_.world_sync_s);
+    }
+    const double start_s = world_s + timing_.world_sync_s;
     result_.network_wait_s[rank] += start_s - state.clock_s;
     record(rank, Stream::OptimizerStep, "optimizer step", start_s, timing_.optimizer_s);
     state.clock_s = start_s + timing_.optimizer_s;

@@ -59,7 +59,8 @@ void validate_pipeline_timing(const ScheduleSpec& spec, const PipelineTiming& ti
 // Backward; without overlap, after its all-reduce) and the last stage's (start of its last
 // Backward; likewise); then each of the two ranks all-reduces the table (table_allreduce_s)
 // on its data-parallel link after its other buckets.
-// OptimizerStep (optimizer_s) follows the all-reduces. Throws std::invalid_argument on bad input.
+// OptimizerStep (optimizer_s) follows the all-reduces once every rank has reached it and the
+// world's sum (world_sync_s) is done. Throws std::invalid_argument on bad input.
 SimulationResult simulate_iteration(const ScheduleSpec& spec, const PipelineTiming& timing);
 
 }  // namespace tessel::placement

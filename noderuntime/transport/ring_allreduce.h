@@ -38,6 +38,9 @@ struct RingOptions {
   size_t min_chunk_bytes = 64 << 10;  // no smaller chunks just to reach min_chunks
   int min_chunks = 4;                 // chunks per segment worth pipelining
   int window = 8;                     // receives posted ahead of the one being reduced
+  // Buffers of at most this many bytes are summed in one round instead (direct_all_reduce.h):
+  // one latency instead of 2 (n - 1).
+  size_t direct_max_bytes = 4096;
 };
 
 // A 32-bit FNV-1a hash of the ring order: the same on every member, different for different

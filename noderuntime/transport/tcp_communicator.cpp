@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "noderuntime/transport/direct_all_reduce.h"
 #include "noderuntime/transport/mesh.h"
 #include "noderuntime/transport/transport_error.h"
 
@@ -124,7 +125,11 @@ Request TcpCommunicator::iall_reduce(void* data, size_t count, DType dtype,
     const uint64_t sequence = lane->next_sequence++;
     lane->queue.emplace_back(
         [this, buffer, group, sequence] {
-          ring_all_reduce(*this, buffer, group, sequence, options_.ring);
+          if (buffer.size_bytes() <= options_.ring.direct_max_bytes) {
+            direct_all_reduce(*this, buffer, group, sequence);
+          } else {
+            ring_all_reduce(*this, buffer, group, sequence, options_.ring);
+          }
         },
         completion);
   }

@@ -469,3 +469,44 @@ TEST(ChromeTrace, WritesAFileAndNamesAPathItCannotWrite) {
 
 }  // namespace
 }  // namespace tessel::placement
+
+namespace tessel::placement {
+namespace {
+
+TEST(Simulator, TheWorldSumMakesEveryRankStepTogetherOneRoundLater) {
+  const ScheduleSpec spec{ScheduleKind::OneFOneB, 4, 8, 1};
+  PipelineTiming timing = uniform_timing(spec.kind, 4, 0.1, 0.2);
+  timing.optimizer_s = 0.01;
+  const SimulationResult alone = simulate_iteration(spec, timing);
+  timing.world_sync_s = 0.05;
+  const SimulationResult synced = simulate_iteration(spec, timing);
+  EXPECT_NEAR(synced.iteration_s, alone.iteration_s + 0.05, 1e-12);
+  EXPECT_NEAR(predict_iteration_s(spec, timing), synced.iteration_s, 1e-9);
+  std::vector<double> steps;
+  for (const TimedEvent& e : synced.events) {
+    if (e.stream == Stream::OptimizerStep) steps.push_back(e.start_s);
+  }
+  ASSERT_EQ(steps.size(), 4u);
+  for (double start : steps) EXPECT_DOUBLE_EQ(start, steps.front());
+  // The last stage finished first and waited for the others: the network held it.
+  EXPECT_GT(synced.network_wait_s[3], alone.network_wait_s[3] + 0.05);
+}
+
+TEST(Simulator, TheTiedTableIsSummedAfterTheFirstStagesLastBackwardThenAllReduced) {
+  const ScheduleSpec spec{ScheduleKind::OneFOneB, 4, 8, 1};
+  PipelineTiming timing = uniform_timing(spec.kind, 4, 0.1, 0.2);
+  const double plain = simulate_iteration(spec, timing).iteration_s;
+  timing.embedding_allreduce_s = 0.3;
+  timing.stages[0].table_allreduce_s = 0.1;
+  timing.stages[3].table_allreduce_s = 0.1;
+  const SimulationResult sim = simulate_iteration(spec, timing);
+  // Rank 0's last backward ends the pipeline; the tie and the table's all-reduce follow it.
+  EXPECT_NEAR(sim.iteration_s, plain + 0.3 + 0.1, 1e-9);
+  EXPECT_NEAR(predict_iteration_s(spec, timing), sim.iteration_s, 1e-9);
+  int ties = 0;
+  for (const TimedEvent& e : sim.events) ties += e.name == "tie embedding";
+  EXPECT_EQ(ties, 2);  // on the first and the last rank
+}
+
+}  // namespace
+}  // namespace tessel::placement

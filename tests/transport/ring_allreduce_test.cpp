@@ -24,6 +24,9 @@ using testing::connect_local;
 using testing::Contains;
 using testing::on_every_rank;
 
+// Every buffer goes round the ring, however small (direct_all_reduce_test.cpp has the rest).
+void ring_only(TcpOptions& options) { options.ring.direct_max_bytes = 0; }
+
 // Small integers: every partial sum is exact in fp32, so the ring must equal the serial sum
 // bit for bit whatever the order.
 std::vector<float> integer_input(int rank, size_t count) {
@@ -71,6 +74,7 @@ TEST(RingAllReduce, EqualsTheSerialSumForTwoToFiveRanksAndAwkwardCounts) {
     Comms comms = connect_local(n, [](TcpOptions& o) {
       o.ring.chunk_bytes = 12;
       o.ring.window = 3;
+      ring_only(o);
     });
     for (size_t count : {size_t{0}, size_t{1}, size_t(n - 1), size_t(n), size_t(n + 1), size_t{7},
                          size_t{101}, size_t{1000}}) {
@@ -91,7 +95,7 @@ TEST(RingAllReduce, EqualsTheSerialSumForTwoToFiveRanksAndAwkwardCounts) {
 TEST(RingAllReduce, EveryRankEndsWithTheSameBitsRunAfterRun) {
   const int n = 5;
   const size_t count = 300'007;  // odd, not divisible by n
-  Comms comms = connect_local(n);
+  Comms comms = connect_local(n, ring_only);
   const auto first = reduce_on_all(comms, iota_group(n), count, random_input);
   const auto second = reduce_on_all(comms, iota_group(n), count, random_input);
   std::vector<double> serial(count, 0.0);
@@ -109,7 +113,7 @@ TEST(RingAllReduce, EveryRankEndsWithTheSameBitsRunAfterRun) {
 }
 
 TEST(RingAllReduce, FollowsTheCallersRingOrderAndRunsSubgroupsSideBySide) {
-  Comms comms = connect_local(4);
+  Comms comms = connect_local(4, ring_only);
   const auto permuted = reduce_on_all(comms, {2, 0, 3, 1}, 333, random_input);
   for (int r = 1; r < 4; ++r) EXPECT_TRUE(same_bits(permuted[r], permuted[0])) << r;
 
@@ -132,7 +136,7 @@ TEST(RingAllReduce, FollowsTheCallersRingOrderAndRunsSubgroupsSideBySide) {
 
 TEST(RingAllReduce, SeveralCollectivesInFlightCompleteInOrder) {
   const int n = 3;
-  Comms comms = connect_local(n);
+  Comms comms = connect_local(n, ring_only);
   std::vector<std::vector<std::vector<float>>> buffers(n);  // [rank][collective]
   on_every_rank(n, [&](int r) {
     for (int k = 0; k < 4; ++k) buffers[r].push_back(integer_input(r + k, 5000 + k));
@@ -214,7 +218,10 @@ TEST(RingAllReduce, RejectsBadGroupsAndDtypesNamingThem) {
 
 TEST(RingAllReduce, AMemberThatLeavesFailsTheOthersNamingAPeer) {
   const int n = 3;
-  Comms comms = connect_local(n, [](TcpOptions& o) { o.io_timeout = 500ms; });
+  Comms comms = connect_local(n, [](TcpOptions& o) {
+    o.io_timeout = 500ms;
+    ring_only(o);
+  });
   std::vector<std::string> errors(n);
   on_every_rank(n, [&](int r) {
     if (r == 2) {
