@@ -11,31 +11,8 @@
 #include "kernels/cpu/threading.h"
 
 namespace tessel::kernels::cpu {
-namespace {
 
 using simd::f32x4;
-
-void check_hyperparameters(const char* op, const AdamWHyperparameters& hp, int step,
-                           float grad_scale) {
-  auto fail = [op](const char* name, float value, const char* rule) {
-    detail::throw_invalid(op, std::string(name) + "=" + std::to_string(value) + " " + rule);
-  };
-  if (!(std::isfinite(hp.learning_rate) && hp.learning_rate >= 0)) {
-    fail("learning_rate", hp.learning_rate, "must be finite and >= 0");
-  }
-  if (!(hp.beta1 >= 0 && hp.beta1 < 1)) fail("beta1", hp.beta1, "is outside [0, 1)");
-  if (!(hp.beta2 >= 0 && hp.beta2 < 1)) fail("beta2", hp.beta2, "is outside [0, 1)");
-  if (!(std::isfinite(hp.eps) && hp.eps > 0)) fail("eps", hp.eps, "must be finite and > 0");
-  if (!(std::isfinite(hp.weight_decay) && hp.weight_decay >= 0)) {
-    fail("weight_decay", hp.weight_decay, "must be finite and >= 0");
-  }
-  if (!(std::isfinite(grad_scale) && grad_scale >= 0)) {
-    fail("grad_scale", grad_scale, "must be finite and >= 0");
-  }
-  detail::require_positive(step, op, "step");
-}
-
-}  // namespace
 
 void adamw_update(float* params, float* m, float* v, const float* grads, int64_t N,
                   const AdamWHyperparameters& hp, int step, float grad_scale) {
@@ -45,7 +22,7 @@ void adamw_update(float* params, float* m, float* v, const float* grads, int64_t
   detail::require_pointer(v, kOp, "v");
   detail::require_pointer(grads, kOp, "grads");
   detail::require_positive(N, kOp, "N");
-  check_hyperparameters(kOp, hp, step, grad_scale);
+  detail::check_adamw_scalars(kOp, hp, step, grad_scale);
   // m_hat / (sqrt(v_hat) + eps) with m_hat = m / bc1 and sqrt(v_hat) = sqrt(v) / sqrt(bc2).
   const float inv_bc1 = float(1.0 / (1.0 - std::pow(double(hp.beta1), step)));
   const float inv_sqrt_bc2 = float(1.0 / std::sqrt(1.0 - std::pow(double(hp.beta2), step)));
@@ -113,5 +90,29 @@ float clip_scale(double norm, float max_norm) {
   }
   return norm > max_norm ? float(max_norm / norm) : 1.0f;
 }
+
+namespace detail {
+
+void check_adamw_scalars(const char* op, const AdamWHyperparameters& hp, int step,
+                         float grad_scale) {
+  auto fail = [op](const char* name, float value, const char* rule) {
+    throw_invalid(op, std::string(name) + "=" + std::to_string(value) + " " + rule);
+  };
+  if (!(std::isfinite(hp.learning_rate) && hp.learning_rate >= 0)) {
+    fail("learning_rate", hp.learning_rate, "must be finite and >= 0");
+  }
+  if (!(hp.beta1 >= 0 && hp.beta1 < 1)) fail("beta1", hp.beta1, "is outside [0, 1)");
+  if (!(hp.beta2 >= 0 && hp.beta2 < 1)) fail("beta2", hp.beta2, "is outside [0, 1)");
+  if (!(std::isfinite(hp.eps) && hp.eps > 0)) fail("eps", hp.eps, "must be finite and > 0");
+  if (!(std::isfinite(hp.weight_decay) && hp.weight_decay >= 0)) {
+    fail("weight_decay", hp.weight_decay, "must be finite and >= 0");
+  }
+  if (!(std::isfinite(grad_scale) && grad_scale >= 0)) {
+    fail("grad_scale", grad_scale, "must be finite and >= 0");
+  }
+  require_positive(step, op, "step");
+}
+
+}  // namespace detail
 
 }  // namespace tessel::kernels::cpu

@@ -43,4 +43,10 @@ double global_norm(const float* x,  // (N)
 // negative norm or a max_norm that is not positive and finite.
 float clip_scale(double norm, float max_norm);
 
+namespace detail {
+// The checks adamw_update makes of its scalars, with its messages; the CUDA twin makes the same.
+void check_adamw_scalars(const char* op, const AdamWHyperparameters& hp, int step,
+                         float grad_scale);
+}  // namespace detail
+
 }  // namespace tessel::kernels::cpu

@@ -16,26 +16,6 @@ constexpr int kThreads = 256;
 // sum_of_squares: each block of the first pass sums this many elements (8 per thread, 16 times).
 constexpr int64_t kSquaresPerBlock = int64_t(kThreads) * 8 * 16;
 
-// The CPU twin's checks, with its messages.
-void check_hyperparameters(const char* op, const AdamWHyperparameters& hp, int step,
-                           float grad_scale) {
-  auto fail = [op](const char* name, float value, const char* rule) {
-    checks::throw_invalid(op, std::string(name) + "=" + std::to_string(value) + " " + rule);
-  };
-  if (!(std::isfinite(hp.learning_rate) && hp.learning_rate >= 0)) {
-    fail("learning_rate", hp.learning_rate, "must be finite and >= 0");
-  }
-  if (!(hp.beta1 >= 0 && hp.beta1 < 1)) fail("beta1", hp.beta1, "is outside [0, 1)");
-  if (!(hp.beta2 >= 0 && hp.beta2 < 1)) fail("beta2", hp.beta2, "is outside [0, 1)");
-  if (!(std::isfinite(hp.eps) && hp.eps > 0)) fail("eps", hp.eps, "must be finite and > 0");
-  if (!(std::isfinite(hp.weight_decay) && hp.weight_decay >= 0)) {
-    fail("weight_decay", hp.weight_decay, "must be finite and >= 0");
-  }
-  if (!(std::isfinite(grad_scale) && grad_scale >= 0)) {
-    fail("grad_scale", grad_scale, "must be finite and >= 0");
-  }
-  checks::require_positive(step, op, "step");
-}
 
 struct AdamWStep {
   float learning_rate, beta1, beta2, eps, weight_decay;
@@ -123,7 +103,7 @@ void adamw_update(float* params, float* m, float* v, const float* grads, int64_t
   checks::require_pointer(v, kOp, "v");
   checks::require_pointer(grads, kOp, "grads");
   checks::require_positive(N, kOp, "N");
-  check_hyperparameters(kOp, hp, step, grad_scale);
+  checks::check_adamw_scalars(kOp, hp, step, grad_scale);
   const AdamWStep s{hp.learning_rate,
                     hp.beta1,
                     hp.beta2,
