@@ -1,7 +1,9 @@
 // The objects of one resource in storage-key order, and that order as it was at an earlier
 // resourceVersion, for the API test server's store. A sorted vector, so that a list page starts
 // with a binary search and costs what it returns, and the objects after a page are counted by
-// subtraction (remainingItemCount), never by walking the whole collection.
+// subtraction (remainingItemCount), never by walking the whole collection. The price is paid by
+// a create or delete in the middle, which moves the entries after it: tens of microseconds for
+// 10,000 objects, little next to the JSON work of the write itself.
 #pragma once
 
 #include <cstddef>
