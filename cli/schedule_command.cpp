@@ -44,13 +44,13 @@ struct ScheduleCommand {
     timing.stages.assign(spec.stages, StageTiming{forward_ms / 1e3, backward_ms / 1e3, 0, 0});
     timing.hops.assign(spec.stages, HopTiming{});
     const SimulationResult sim = simulate_iteration(spec, timing);
-    std::printf("%s, p=%d, m=%d%s: replay clean (no deadlock, every send received); "
-                "iteration %.0f ms, bubble %.1f%%\n",
-                to_string(spec.kind), spec.stages, spec.micro_batches,
-                spec.kind == ScheduleKind::Interleaved
-                    ? (", v=" + std::to_string(spec.chunks)).c_str()
-                    : "",
-                sim.iteration_s * 1e3, 100 * sim.bubble_fraction);
+    std::printf(
+        "%s, p=%d, m=%d%s: replay clean (no deadlock, every send received); "
+        "iteration %.0f ms, bubble %.1f%%\n",
+        to_string(spec.kind), spec.stages, spec.micro_batches,
+        spec.kind == ScheduleKind::Interleaved ? (", v=" + std::to_string(spec.chunks)).c_str()
+                                               : "",
+        sim.iteration_s * 1e3, 100 * sim.bubble_fraction);
     if (svg_file.empty()) return;
     TimelineSvgOptions options;
     options.title = std::string(to_string(spec.kind)) + ": p=" + std::to_string(spec.stages) +

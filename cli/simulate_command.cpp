@@ -69,10 +69,11 @@ struct SimulateCommand {
                   timing.stages[s].forward_s * 1e3, timing.stages[s].backward_s * 1e3,
                   timing.stages[s].allreduce_s, sim.compute_busy_s[s], sim.network_wait_s[s]);
     if (spec.stages > 1) {
-      std::printf("\ntied token table: first and last stage sum it in %.3f s, then all-reduce "
-                  "it in %.3f s (stage 0) and %.3f s (stage %d)\n",
-                  timing.embedding_allreduce_s, timing.stages[0].table_allreduce_s,
-                  timing.stages[spec.stages - 1].table_allreduce_s, spec.stages - 1);
+      std::printf(
+          "\ntied token table: first and last stage sum it in %.3f s, then all-reduce "
+          "it in %.3f s (stage 0) and %.3f s (stage %d)\n",
+          timing.embedding_allreduce_s, timing.stages[0].table_allreduce_s,
+          timing.stages[spec.stages - 1].table_allreduce_s, spec.stages - 1);
     }
     if (!timing.hops.empty()) {
       std::printf("\nhop      latency    transfer/message\n");
@@ -92,8 +93,8 @@ struct SimulateCommand {
       std::ofstream out(svg_file);
       TimelineSvgOptions svg;
       svg.title = std::string("tessel simulate: ") + to_string(spec.kind) + ", " +
-                  std::to_string(spec.stages) + " stages, " +
-                  std::to_string(spec.micro_batches) + " micro-batches";
+                  std::to_string(spec.stages) + " stages, " + std::to_string(spec.micro_batches) +
+                  " micro-batches";
       if (!(out << timeline_svg(sim, svg))) {
         throw std::runtime_error(svg_file + ": cannot write the picture");
       }

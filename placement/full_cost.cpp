@@ -5,9 +5,9 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "placement/bottleneck_matching.h"
 #include "placement/iteration_model.h"
 #include "placement/layer_split.h"
-#include "placement/bottleneck_matching.h"
 #include "placement/ring_allreduce.h"
 #include "placement/schedule.h"
 
@@ -83,7 +83,8 @@ FullCostModel::FullCostModel(const Topology& topology, PartitionShape shape, Wor
 double FullCostModel::tie_s(int a, int b) const {
   if (a == b) return 0;
   const double lat_s = topology_.latency_ms(a, b) / 1000.0;
-  const double bytes_per_s = std::min(topology_.bandwidth_gbps(a, b), topology_.bandwidth_gbps(b, a)) * 1e9 / 8;
+  const double bytes_per_s =
+      std::min(topology_.bandwidth_gbps(a, b), topology_.bandwidth_gbps(b, a)) * 1e9 / 8;
   return 2 * lat_s + workload_.table_gradient_bytes() / bytes_per_s;
 }
 
@@ -147,7 +148,8 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
     const int d = static_cast<int>(firsts.size());
     s.tie.resize(static_cast<size_t>(d) * d);
     for (int r = 0; r < d; ++r)
-      for (int c = 0; c < d; ++c) s.tie[static_cast<size_t>(r) * d + c] = tie_s(firsts[r], lasts[c]);
+      for (int c = 0; c < d; ++c)
+        s.tie[static_cast<size_t>(r) * d + c] = tie_s(firsts[r], lasts[c]);
     t.embedding_allreduce_s = bottleneck_matching_value(s.tie.data(), d, s.matching);
     const double table = workload_.table_gradient_bytes();
     t.stages[0].table_allreduce_s = ring_allreduce_s(s.rings.at(keys_.of(firsts)), table);

@@ -360,16 +360,15 @@ LastBackward one_f_one_b_last_backward(const VirtualPipeline& vp) {
 double with_gradient_sync(const PipelineTiming& timing, const LastBackward& last) {
   const double buckets = timing.allreduce_buckets;
   const size_t p = last.end_s.size();
-  const bool table = p > 1 && (timing.embedding_allreduce_s > 0 ||
-                               timing.stages[0].table_allreduce_s > 0 ||
-                               timing.stages[p - 1].table_allreduce_s > 0);
+  const bool table =
+      p > 1 && (timing.embedding_allreduce_s > 0 || timing.stages[0].table_allreduce_s > 0 ||
+                timing.stages[p - 1].table_allreduce_s > 0);
   double tie_end = 0;
   if (table) {
-    const double first_ready = timing.overlap ? last.end_s[0]
-                                              : last.end_s[0] + timing.stages[0].allreduce_s;
-    const double last_ready = timing.overlap
-                                  ? last.start_s[p - 1]
-                                  : last.end_s[p - 1] + timing.stages[p - 1].allreduce_s;
+    const double first_ready =
+        timing.overlap ? last.end_s[0] : last.end_s[0] + timing.stages[0].allreduce_s;
+    const double last_ready =
+        timing.overlap ? last.start_s[p - 1] : last.end_s[p - 1] + timing.stages[p - 1].allreduce_s;
     tie_end = std::max(first_ready, last_ready) + timing.embedding_allreduce_s;
   }
   double synced_all = 0;  // every rank's gradients complete

@@ -9,9 +9,9 @@
 namespace tessel::placement {
 namespace {
 
-constexpr int kLeftPx = 70;       // rank labels
-constexpr int kRowPx = 34;        // compute boxes
-constexpr int kStripPx = 8;       // all-reduce and optimizer strip under each row
+constexpr int kLeftPx = 70;  // rank labels
+constexpr int kRowPx = 34;   // compute boxes
+constexpr int kStripPx = 8;  // all-reduce and optimizer strip under each row
 constexpr int kRowGapPx = 10;
 constexpr int kTitlePx = 28;
 constexpr int kAxisPx = 30;
@@ -24,11 +24,20 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -77,8 +86,8 @@ std::string timeline_svg(const SimulationResult& result, const TimelineSvgOption
   const int width = kLeftPx + options.width_px + 20;
 
   std::ostringstream svg;
-  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\""
-      << height << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   if (!options.title.empty()) {
     svg << "<text x=\"" << kLeftPx << "\" y=\"18\" font-size=\"14\">" << escape(options.title)
@@ -122,8 +131,8 @@ std::string timeline_svg(const SimulationResult& result, const TimelineSvgOption
   const int axis_y = top + ranks * row_pitch;
   for (double t = 0; t <= end_s * (1 + 1e-9); t += step) {
     const double x = kLeftPx + t * px_per_s;
-    svg << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << axis_y - 4 << "\" y2=\""
-        << axis_y << "\" stroke=\"#333\"/>\n";
+    svg << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << axis_y - 4 << "\" y2=\"" << axis_y
+        << "\" stroke=\"#333\"/>\n";
     svg << "<text x=\"" << x << "\" y=\"" << axis_y + 14 << "\" text-anchor=\"middle\">"
         << format_seconds(t, step) << "</text>\n";
   }

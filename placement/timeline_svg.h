@@ -11,7 +11,7 @@
 namespace tessel::placement {
 
 struct TimelineSvgOptions {
-  std::string title;  // drawn above the rows when not empty
+  std::string title;   // drawn above the rows when not empty
   int width_px = 960;  // of the time axis
 };
 

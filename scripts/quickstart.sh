@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The first command of the README: installs what is missing, builds, and runs the main job:
-# the placement of GPT3-1.3B (8 stages x 8 replicas) on the paper's world-wide topology.
+# `tessel local` on examples/local/fables.yaml, a small GPT trained as 2 pipeline stages x 2
+# data-parallel replicas over two emulated sites, on this machine (about a minute on 2 cores).
+# Arguments go to `tessel local` (e.g. --steps 50, --trace).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh tessel >&2  # build progress on stderr: stdout is the placement
-exec build/cli/tessel plan --topology examples/topologies/5-worldwide-geo.yaml \
-  --stages 8 --replicas 8 --preset gpt3-1.3b "$@"
+scripts/build.sh tessel >&2  # builds tessel and tessel-stage; progress on stderr
+exec build/cli/tessel local examples/local/fables.yaml "$@"

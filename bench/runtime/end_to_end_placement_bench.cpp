@@ -7,7 +7,8 @@
 // prints for the run's topology.yaml and placement.json).
 // Goals: the evolutionary placement is the fastest measured (a placement with the same stage
 // groups is the same placement, marked "same"); every prediction within 20%.
-//   end_to_end_placement_bench [--topology FILE] [--bandwidth-scale X] [--latency-scale X] [--random N]
+//   end_to_end_placement_bench [--topology FILE] [--bandwidth-scale X] [--latency-scale X]
+//   [--random N]
 //                   [--steps N] [--stage-binary PATH] [--keep] [--trace]
 // Run from the repository root (the default topology is bench/runtime/worldwide-4x2.yaml).
 #include <algorithm>
@@ -76,20 +77,24 @@ std::string stage_sites(const launcher::LocalRunResult& r) {
 
 int main(int argc, char** argv) {
   Setup setup;
-  const bench::BenchOptions o = bench::parse_bench_options(
-      argc, argv,
-      "end_to_end_placement_bench [--topology FILE] [--bandwidth-scale X] [--latency-scale X] [--random N] "
-      "[--steps N] [--stage-binary PATH] [--keep] [--trace]",
-      [&](const std::string& arg, const char* value, int& i) {
-        bool ok = false;
-        if (arg == "--topology" && value) ok = !(setup.topology = value).empty();
-        if (arg == "--bandwidth-scale" && value)
-          ok = (setup.bandwidth_scale = std::atof(value)) > 0;
-        if (arg == "--latency-scale" && value) ok = (setup.latency_scale = std::atof(value)) >= 0;
-        if (arg == "--random" && value) ok = (setup.random = std::atoi(value)) >= 0;
-        if (ok) ++i;
-        return ok;
-      });
+  const bench::BenchOptions o =
+      bench::parse_bench_options(argc, argv,
+                                 "end_to_end_placement_bench [--topology FILE] [--bandwidth-scale "
+                                 "X] [--latency-scale X] [--random N] "
+                                 "[--steps N] [--stage-binary PATH] [--keep] [--trace]",
+                                 [&](const std::string& arg, const char* value, int& i) {
+                                   bool ok = false;
+                                   if (arg == "--topology" && value)
+                                     ok = !(setup.topology = value).empty();
+                                   if (arg == "--bandwidth-scale" && value)
+                                     ok = (setup.bandwidth_scale = std::atof(value)) > 0;
+                                   if (arg == "--latency-scale" && value)
+                                     ok = (setup.latency_scale = std::atof(value)) >= 0;
+                                   if (arg == "--random" && value)
+                                     ok = (setup.random = std::atoi(value)) >= 0;
+                                   if (ok) ++i;
+                                   return ok;
+                                 });
   if (!std::filesystem::exists(setup.topology)) {
     std::fprintf(stderr,
                  "end_to_end_placement_bench: %s: no such topology (run from the repository root, "

@@ -14,9 +14,9 @@
 namespace tessel::launcher {
 
 struct JobFilePaths {
-  std::string topology;        // the topology YAML the links are shaped from
-  std::string trace_pattern;   // "{rank}" in it; empty: no traces
-  std::string checkpoint_dir;  // used when the job checkpoints
+  std::string topology;          // the topology YAML the links are shaped from
+  std::string trace_pattern;     // "{rank}" in it; empty: no traces
+  std::string checkpoint_dir;    // used when the job checkpoints
   std::string progress_address;  // the launcher's progress server; empty: stdout
 };
 

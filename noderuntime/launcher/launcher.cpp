@@ -113,8 +113,7 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   paths.topology = topology_path.string();
   paths.checkpoint_dir = (dir / "checkpoints").string();
   if (options.trace) paths.trace_pattern = (dir / "traces" / "trace-{rank}.json").string();
-  const std::string job_text =
-      make_job_json(job, result.plan, ports, paths, job_id).dump(2) + "\n";
+  const std::string job_text = make_job_json(job, result.plan, ports, paths, job_id).dump(2) + "\n";
   const fs::path job_path = dir / "job.json";
   write_file(job_path, job_text);
   try {

@@ -1,5 +1,6 @@
 #include "noderuntime/launcher/progress_server.h"
 
+#include <grpcpp/grpcpp.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <tuple>
-
-#include <grpcpp/grpcpp.h>
 
 #include "tessel/v1alpha1/progress.grpc.pb.h"
 

@@ -16,7 +16,8 @@ double median(std::vector<double> values) {
 
 }  // namespace
 
-std::optional<StepSummary> ProgressTracker::add_step(int rank, const tessel::v1alpha1::Step& event) {
+std::optional<StepSummary> ProgressTracker::add_step(int rank,
+                                                     const tessel::v1alpha1::Step& event) {
   const int64_t step = event.step();
   if (step < 1 || step > steps_) {
     throw std::runtime_error("rank " + std::to_string(rank) + " reported step " +

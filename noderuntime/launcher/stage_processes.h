@@ -1,9 +1,9 @@
 // The stage processes of a local job: one tessel-stage per rank, started with fork/exec in a
 // process group of their own (so a terminal's Ctrl-C reaches the launcher alone, which stops
 // them in order), stdin from /dev/null, stdout and stderr into a log file per rank. Their
-// progress comes over gRPC (progress_server.h). Each is killed by the kernel if the launcher's thread that
-// started it dies (PR_SET_PDEATHSIG), so none outlives a launcher that is killed itself.
-// The destructor kills and reaps whatever still runs.
+// progress comes over gRPC (progress_server.h). Each is killed by the kernel if the launcher's
+// thread that started it dies (PR_SET_PDEATHSIG), so none outlives a launcher that is killed
+// itself. The destructor kills and reaps whatever still runs.
 #pragma once
 
 #include <sys/types.h>

@@ -1,6 +1,7 @@
 // Watches the stage processes of a running job until every one has ended: feeds their step
-// events (from the progress server) to the progress tracker and prints the progress line, stops them all when the user
-// asks (SIGINT/SIGTERM) or when one of them fails, and says which one was at fault.
+// events (from the progress server) to the progress tracker and prints the progress line, stops
+// them all when the user asks (SIGINT/SIGTERM) or when one of them fails, and says which one was at
+// fault.
 //
 // The process at fault: among those that ended badly other than by the launcher's own
 // signals, one killed by a signal first, then one that exited without an error line, then one

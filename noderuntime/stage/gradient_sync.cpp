@@ -20,8 +20,8 @@ void GradientSync::start(int chunk_index, GptChunk& chunk, int bucket) {
   const auto size = static_cast<size_t>(b.size);
   const std::string name = "all-reduce c" + std::to_string(chunk_index) + " " + b.name;
   if (b.group == BucketGroup::kEmbedding) {
-    InFlight tie = start_all_reduce(data, size, tie_group_, "tie c" + std::to_string(chunk_index) +
-                                                                " " + b.name);
+    InFlight tie = start_all_reduce(data, size, tie_group_,
+                                    "tie c" + std::to_string(chunk_index) + " " + b.name);
     tie.table = data;
     tie.table_size = size;
     tie.name = name;

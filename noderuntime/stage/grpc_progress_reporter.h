@@ -47,8 +47,8 @@ class GrpcProgressReporter : public ProgressReporter {
   std::condition_variable changed_;
   std::deque<pb::StageEvent> unacknowledged_;  // in sequence order
   uint64_t last_sequence_ = 0;                 // of the newest event queued
-  bool stopping_ = false;  // no more events will come: end once they are delivered
-  bool abandon_ = false;   // end now, delivered or not
+  bool stopping_ = false;           // no more events will come: end once they are delivered
+  bool abandon_ = false;            // end now, delivered or not
   std::shared_ptr<Stream> stream_;  // the stream in flight
   std::thread sender_;
 };

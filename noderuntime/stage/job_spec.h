@@ -90,7 +90,7 @@ struct JobSpec {
   std::chrono::milliseconds connect_timeout{60000};
   std::chrono::milliseconds io_timeout{300000};
   CheckpointSpec checkpoint;
-  std::string trace_path;  // may hold "{rank}"
+  std::string trace_path;        // may hold "{rank}"
   std::string progress_address;  // host:port of the StageProgress service; empty: stdout
 };
 

@@ -1,9 +1,10 @@
 // The TCP backend of Communicator: a full mesh of TCP connections set up at start (mesh.h), one
 // TcpPeer (a sender and a receiver thread) per peer, every outgoing link optionally shaped by
 // the link emulator, and the all-reduce (ring_allreduce.h; direct_all_reduce.h for buffers up
-// to RingOptions::direct_max_bytes) run by one collective thread per group, in call order, like the collectives of one NCCL communicator on its own stream:
-// the all-reduces of different groups (a stage's data-parallel group, the tied-embedding
-// group, the whole world) proceed side by side, so a slow group never holds up another.
+// to RingOptions::direct_max_bytes) run by one collective thread per group, in call order, like the
+// collectives of one NCCL communicator on its own stream: the all-reduces of different groups (a
+// stage's data-parallel group, the tied-embedding group, the whole world) proceed side by side, so
+// a slow group never holds up another.
 //
 // Start-up with kernel-chosen ports: every rank binds its TcpListener first (port 0), the
 // ports are gathered into `peers`, then every rank constructs its TcpCommunicator.

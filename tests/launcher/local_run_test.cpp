@@ -137,7 +137,8 @@ TEST_F(LocalRun, SigintStopsEveryStageProcessAfterItsStep) {
   ASSERT_EQ(kill(launcher.pid(), SIGINT), 0);
   EXPECT_EQ(launcher.finish(60s), 128 + SIGINT) << launcher.output();
   EXPECT_NE(launcher.output().find("tessel local: stopping"), std::string::npos);
-  EXPECT_NE(launcher.output().find("tessel local: stopped by SIGINT after step "), std::string::npos)
+  EXPECT_NE(launcher.output().find("tessel local: stopped by SIGINT after step "),
+            std::string::npos)
       << launcher.output();
   expect_all_gone(children);
   const std::string text = report();

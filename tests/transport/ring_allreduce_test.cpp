@@ -7,11 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <thread>
-
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "local_mesh.h"
 
