@@ -4,6 +4,8 @@
 #include <map>
 #include <regex>
 
+#include "tests/support/structural_schema_errors.h"
+
 namespace tessel::testing::validation {
 namespace {
 
@@ -54,39 +56,6 @@ std::string regex_error(const std::string& message, const std::string& fmt,
     first = false;
   }
   return out + "regex used for validation is '" + fmt + "')";
-}
-
-// Go's %q of a string: printable characters as they are, the rest escaped.
-std::string go_quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\x%02x", c);
-          out += buffer;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
 }
 
 FieldError make(const char* reason, const std::string& field, std::string message) {

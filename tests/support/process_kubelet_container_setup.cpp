@@ -11,6 +11,7 @@
 
 #include "kube/base64.h"
 #include "kube/object.h"
+#include "tests/support/structural_schema_errors.h"
 
 namespace tessel::testing {
 namespace {
@@ -35,33 +36,6 @@ const json& array_at(const json& object, const char* key) {
   static const json empty = json::array();
   const auto it = object.find(key);
   return it != object.end() && it->is_array() ? *it : empty;
-}
-
-// Go's %q for the downward API's label and annotation files.
-std::string go_quote(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out + "\"";
 }
 
 std::string format_map(const std::map<std::string, std::string>& entries) {
