@@ -6,6 +6,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "placement/svg_text.h"
+
 namespace tessel::placement {
 namespace {
 
@@ -20,42 +22,9 @@ constexpr int kAxisPx = 30;
 const char* const kForward[] = {"#9ecae1", "#6baed6", "#4292c6", "#2171b5"};
 const char* const kBackward[] = {"#fdae6b", "#fd8d3c", "#f16913", "#d94801"};
 
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 // "F mb3 c1" -> micro-batch 3, chunk 1; false for names of another shape.
 bool parse_compute(const std::string& name, int& micro_batch, int& chunk) {
   return std::sscanf(name.c_str(), "%*c mb%d c%d", &micro_batch, &chunk) == 2;
-}
-
-// A round step of about a tenth of the span: 1, 2 or 5 times a power of ten.
-double tick_step(double span) {
-  const double raw = span / 10;
-  const double power = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0}) {
-    if (m * power >= raw) return m * power;
-  }
-  return 10 * power;
 }
 
 std::string format_seconds(double s, double step) {
@@ -90,7 +59,7 @@ std::string timeline_svg(const SimulationResult& result, const TimelineSvgOption
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
   svg << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   if (!options.title.empty()) {
-    svg << "<text x=\"" << kLeftPx << "\" y=\"18\" font-size=\"14\">" << escape(options.title)
+    svg << "<text x=\"" << kLeftPx << "\" y=\"18\" font-size=\"14\">" << xml_escape(options.title)
         << "</text>\n";
   }
   for (int r = 0; r < ranks; ++r) {
@@ -112,7 +81,7 @@ std::string timeline_svg(const SimulationResult& result, const TimelineSvgOption
       const char* fill = e.stream == Stream::OptimizerComm ? "#74c476" : "#969696";
       svg << "<rect x=\"" << x << "\" y=\"" << y + kRowPx + 1 << "\" width=\"" << w
           << "\" height=\"" << kStripPx - 2 << "\" fill=\"" << fill << "\"><title>"
-          << escape(e.name) << "</title></rect>\n";
+          << xml_escape(e.name) << "</title></rect>\n";
       continue;
     }
     int micro_batch = 0, chunk = 0;
@@ -121,15 +90,17 @@ std::string timeline_svg(const SimulationResult& result, const TimelineSvgOption
     const char* fill = (forward ? kForward : kBackward)[shade];
     svg << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << w << "\" height=\"" << kRowPx
         << "\" fill=\"" << fill << "\" stroke=\"white\" stroke-width=\"1\"><title>"
-        << escape(e.name) << "</title></rect>\n";
+        << xml_escape(e.name) << "</title></rect>\n";
     if (w >= 14) {
       svg << "<text x=\"" << x + w / 2 << "\" y=\"" << y + kRowPx / 2 + 4
           << "\" text-anchor=\"middle\">" << micro_batch << "</text>\n";
     }
   }
-  const double step = tick_step(end_s);
+  const std::vector<double> ticks = nice_ticks(0, end_s, 10);
+  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : end_s;
   const int axis_y = top + ranks * row_pitch;
-  for (double t = 0; t <= end_s * (1 + 1e-9); t += step) {
+  for (double t : ticks) {
+    if (t > end_s * (1 + 1e-9)) break;
     const double x = kLeftPx + t * px_per_s;
     svg << "<line x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << axis_y - 4 << "\" y2=\"" << axis_y
         << "\" stroke=\"#333\"/>\n";

@@ -6,31 +6,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "placement/svg_text.h"
+
 namespace tessel::launcher {
 namespace {
-
-std::string escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // A tick label with no more digits than the tick step needs.
 std::string tick_label(double value, double step) {
@@ -47,27 +26,6 @@ std::string number(double x) {
 }
 
 }  // namespace
-
-std::vector<double> nice_ticks(double low, double high, int target) {
-  if (!(high > low)) {
-    const double pad = std::max(std::abs(low) * 0.1, 1.0);
-    low -= pad;
-    high += pad;
-  }
-  const double raw = (high - low) / std::max(1, target);
-  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  double step = magnitude;
-  for (double factor : {1.0, 2.0, 5.0, 10.0}) {
-    step = factor * magnitude;
-    if (step >= raw) break;
-  }
-  std::vector<double> ticks;
-  for (double t = std::floor(low / step) * step; t <= high + step * 1e-9; t += step) {
-    ticks.push_back(t);
-  }
-  if (ticks.back() < high - step * 1e-9) ticks.push_back(ticks.back() + step);
-  return ticks;
-}
 
 std::string render_svg(const LineChart& chart) {
   if (chart.points.empty()) throw std::invalid_argument("line chart: no points to draw");
@@ -87,8 +45,8 @@ std::string render_svg(const LineChart& chart) {
   }
   for (const ReferenceLine& r : chart.references) include_y(r.y);
   if (y_min > 0 && y_min < 0.25 * y_max) y_min = 0;  // a falling curve reads best from zero
-  const std::vector<double> xs = nice_ticks(x_min, x_max);
-  const std::vector<double> ys = nice_ticks(y_min, y_max);
+  const std::vector<double> xs = placement::nice_ticks(x_min, x_max);
+  const std::vector<double> ys = placement::nice_ticks(y_min, y_max);
   const double x0 = xs.front(), x1 = xs.back(), y0 = ys.front(), y1 = ys.back();
 
   const double left = 70, right = chart.width - 20.0, top = 40, bottom = chart.height - 55.0;
@@ -101,7 +59,7 @@ std::string render_svg(const LineChart& chart) {
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
     << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
     << "<text x=\"" << chart.width / 2 << "\" y=\"22\" text-anchor=\"middle\" font-size=\"15\">"
-    << escape(chart.title) << "</text>\n";
+    << placement::xml_escape(chart.title) << "</text>\n";
   // Grid and ticks.
   for (double t : xs) {
     o << "<line x1=\"" << number(px(t)) << "\" y1=\"" << number(top) << "\" x2=\"" << number(px(t))
@@ -120,15 +78,17 @@ std::string render_svg(const LineChart& chart) {
     << number(bottom) << " " << number(right) << "," << number(bottom)
     << "\" fill=\"none\" stroke=\"black\"/>\n"
     << "<text x=\"" << number((left + right) / 2) << "\" y=\"" << chart.height - 12
-    << "\" text-anchor=\"middle\">" << escape(chart.x_label) << "</text>\n"
+    << "\" text-anchor=\"middle\">" << placement::xml_escape(chart.x_label) << "</text>\n"
     << "<text transform=\"translate(18," << number((top + bottom) / 2)
-    << ") rotate(-90)\" text-anchor=\"middle\">" << escape(chart.y_label) << "</text>\n";
+    << ") rotate(-90)\" text-anchor=\"middle\">" << placement::xml_escape(chart.y_label)
+    << "</text>\n";
   for (const ReferenceLine& r : chart.references) {
     o << "<line x1=\"" << number(left) << "\" y1=\"" << number(py(r.y)) << "\" x2=\""
       << number(right) << "\" y2=\"" << number(py(r.y))
       << "\" stroke=\"#c0392b\" stroke-dasharray=\"6,4\"/>\n"
       << "<text x=\"" << number(right - 4) << "\" y=\"" << number(py(r.y) - 5)
-      << "\" text-anchor=\"end\" fill=\"#c0392b\">" << escape(r.label) << "</text>\n";
+      << "\" text-anchor=\"end\" fill=\"#c0392b\">" << placement::xml_escape(r.label)
+      << "</text>\n";
   }
   o << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.8\" points=\"";
   for (size_t i = 0; i < chart.points.size(); ++i) {

@@ -27,7 +27,4 @@ struct LineChart {
 // Throws std::invalid_argument when there are no points or a value is not finite.
 std::string render_svg(const LineChart& chart);
 
-// Round tick values covering [low, high]: steps of 1, 2 or 5 x 10^k, about `target` of them.
-std::vector<double> nice_ticks(double low, double high, int target = 6);
-
 }  // namespace tessel::launcher
