@@ -4,26 +4,17 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 
+#include "tests/kube/fixtures.h"
 #include "tests/support/managed_fields.h"
-
-#ifndef TESSEL_FIXTURES_DIR
-#error "compile with -DTESSEL_FIXTURES_DIR=\"<path to fixtures/kube-1.26>\""
-#endif
 
 namespace tessel::testing {
 namespace {
 
 using json = nlohmann::json;
+using kube::testing::fixture;
 using tessel::kube::ResourceInfo;
-
-json fixture(const std::string& name) {
-  std::ifstream in(std::string(TESSEL_FIXTURES_DIR) + "/" + name);
-  if (!in) throw std::runtime_error("missing fixture " + name);
-  return json::parse(in);
-}
 
 const ResourceInfo& info(const std::string& group, const std::string& kind) {
   static const tessel::kube::ResourceRegistry registry;

@@ -5,12 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <string>
 
-#ifndef TESSEL_FIXTURES_DIR
-#error "compile with -DTESSEL_FIXTURES_DIR=\"<path to fixtures/kube-1.26>\""
-#endif
+#include "tests/kube/fixtures.h"
 
 namespace tessel::testing {
 namespace {
@@ -18,13 +15,7 @@ namespace {
 using json = nlohmann::json;
 using tessel::kube::ResourceRegistry;
 
-json read_json(const std::string& name) {
-  std::ifstream in(std::string(TESSEL_FIXTURES_DIR) + "/" + name);
-  if (!in) throw std::runtime_error("missing fixture " + name);
-  return json::parse(in);
-}
-
-json captured(const std::string& name) { return read_json(name)["response"]["body"]; }
+json captured(const std::string& name) { return kube::testing::fixture(name)["response"]["body"]; }
 
 json trainingjob_crd() { return captured("200-get-crd-established.json"); }
 
@@ -138,7 +129,7 @@ TEST(ApiResourceList, RejectsSubresourcesItCannotDescribe) {
 TEST(OpenApi, CustomResourceDocumentIsTheOneKubeApiserverGenerates) {
   const json document = openapi_document(ResourceRegistry(), {trainingjob_crd()},
                                          "/openapi/v3/apis/tessel.dev/v1alpha1");
-  EXPECT_EQ(document, read_json("discovery/openapi-v3-apis-tessel.dev-v1alpha1.json"));
+  EXPECT_EQ(document, kube::testing::fixture("discovery/openapi-v3-apis-tessel.dev-v1alpha1.json"));
 }
 
 TEST(OpenApi, IndexPointsAtEveryServedGroupVersionWithItsHash) {
@@ -176,7 +167,7 @@ void expect_patch_operation(const json& document, const json& minimal, const std
 }
 
 TEST(OpenApi, BuiltinGroupVersionsOfferWhatKubectlApplyNeeds) {
-  const json minimal = read_json("openapi-minimal/openapi-v3-api-v1.json");
+  const json minimal = kube::testing::fixture("openapi-minimal/openapi-v3-api-v1.json");
   const json document = openapi_document(ResourceRegistry(), {}, "/openapi/v3/api/v1");
   for (const auto& [path, unused] : minimal["paths"].items()) {
     expect_patch_operation(document, minimal, path);
@@ -185,7 +176,8 @@ TEST(OpenApi, BuiltinGroupVersionsOfferWhatKubectlApplyNeeds) {
 }
 
 TEST(OpenApi, CustomResourceDocumentOffersWhatKubectlApplyNeeds) {
-  const json minimal = read_json("openapi-minimal/openapi-v3-apis-tessel.dev-v1alpha1.json");
+  const json minimal =
+      kube::testing::fixture("openapi-minimal/openapi-v3-apis-tessel.dev-v1alpha1.json");
   const json document = openapi_document(ResourceRegistry(), {trainingjob_crd()},
                                          "/openapi/v3/apis/tessel.dev/v1alpha1");
   for (const auto& [path, unused] : minimal["paths"].items()) {

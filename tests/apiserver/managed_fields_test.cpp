@@ -6,26 +6,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <fstream>
 #include <string>
 
+#include "tests/kube/fixtures.h"
 #include "tests/support/managed_fields_set.h"
 #include "tests/support/managed_fields_walk.h"
-
-#ifndef TESSEL_FIXTURES_DIR
-#error "compile with -DTESSEL_FIXTURES_DIR=\"<path to fixtures/kube-1.26>\""
-#endif
 
 namespace tessel::testing {
 namespace {
 
 using json = nlohmann::json;
-
-json fixture(const std::string& name) {
-  std::ifstream in(std::string(TESSEL_FIXTURES_DIR) + "/" + name);
-  if (!in) throw std::runtime_error("missing fixture " + name);
-  return json::parse(in);
-}
+using kube::testing::fixture;
 
 json response_body(const std::string& name) { return fixture(name)["response"]["body"]; }
 

@@ -5,33 +5,24 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <regex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "tests/kube/fixtures.h"
 #include "tests/support/structural_schema_errors.h"
-
-#ifndef TESSEL_FIXTURES_DIR
-#error "TESSEL_FIXTURES_DIR must name the kube-1.26 fixtures folder"
-#endif
 
 namespace tessel::testing {
 namespace {
 
 using nlohmann::json;
 
-json load_fixture(const std::string& name) {
-  std::ifstream in(std::string(TESSEL_FIXTURES_DIR) + "/" + name);
-  if (!in) throw std::runtime_error("cannot open fixture " + name);
-  return json::parse(in);
-}
-
 // The TrainingJob CRD's schema, as the server stored it.
 json training_job_schema() {
-  return load_fixture("200-get-crd-established.json")["response"]["body"]["spec"]["versions"][0]
-                                                     ["schema"]["openAPIV3Schema"];
+  return kube::testing::fixture(
+      "200-get-crd-established.json")["response"]["body"]["spec"]["versions"][0]["schema"]
+                                     ["openAPIV3Schema"];
 }
 
 // What the server does to a request body before storing it: defaults, pruning, validation.
@@ -61,7 +52,7 @@ using Strings = std::vector<std::string>;
 // ---- the captured responses ------------------------------------------------------------------
 
 TEST(StructuralSchemaFixtureTest, InvalidSchemaReportsEveryViolationAsTheServerDid) {
-  const json fixture = load_fixture("422-invalid-schema.json");
+  const json fixture = kube::testing::fixture("422-invalid-schema.json");
   json object = fixture["request"]["body"];
   const auto errors = errors_for(training_job_schema(), object);
   EXPECT_EQ(invalid_status("TrainingJob", "tessel.dev", "gpt-bad", errors),
@@ -69,8 +60,8 @@ TEST(StructuralSchemaFixtureTest, InvalidSchemaReportsEveryViolationAsTheServerD
 }
 
 TEST(StructuralSchemaFixtureTest, StatusEnumViolationThroughTheStatusSubresource) {
-  const json fixture = load_fixture("422-status-invalid-enum.json");
-  json object = load_fixture("200-get-trainingjob.json")["response"]["body"];
+  const json fixture = kube::testing::fixture("422-status-invalid-enum.json");
+  json object = kube::testing::fixture("200-get-trainingjob.json")["response"]["body"];
   object["status"] = fixture["request"]["body"]["status"];  // the merge patch's result
   const StructuralSchema schema(training_job_schema());
   EXPECT_EQ(invalid_status("TrainingJob", "tessel.dev", "gpt-a", schema.validate_status(object)),
@@ -79,7 +70,7 @@ TEST(StructuralSchemaFixtureTest, StatusEnumViolationThroughTheStatusSubresource
 }
 
 TEST(StructuralSchemaFixtureTest, StrictDecodingNamesTheUnknownFieldsInOrder) {
-  const json fixture = load_fixture("400-strict-unknown-field.json");
+  const json fixture = kube::testing::fixture("400-strict-unknown-field.json");
   json object = fixture["request"]["body"];
   const auto unknown = StructuralSchema(training_job_schema()).prune(object);
   std::string message =
@@ -93,7 +84,7 @@ TEST(StructuralSchemaFixtureTest, StrictDecodingNamesTheUnknownFieldsInOrder) {
 
 void expect_pruned_like_fixture(const std::string& fixture_name) {
   SCOPED_TRACE(fixture_name);
-  const json fixture = load_fixture(fixture_name);
+  const json fixture = kube::testing::fixture(fixture_name);
   json object = fixture["request"]["body"];
   const StructuralSchema schema(training_job_schema());
   schema.apply_defaults(object);
@@ -118,14 +109,14 @@ TEST(StructuralSchemaFixtureTest, UnknownFieldsArePrunedWithOneWarningEach) {
 }
 
 TEST(StructuralSchemaFixtureTest, CreateAppliesTheSchemaDefaults) {
-  const json fixture = load_fixture("201-create-trainingjob.json");
+  const json fixture = kube::testing::fixture("201-create-trainingjob.json");
   json object = fixture["request"]["body"];
   EXPECT_TRUE(admit(StructuralSchema(training_job_schema()), object).empty());
   EXPECT_EQ(object["spec"], fixture["response"]["body"]["spec"]);
 }
 
 TEST(StructuralSchemaFixtureTest, MemberClusterStatusKeepsUnknownFields) {
-  const json crd = load_fixture("201-create-crd.json")["request"]["body"];
+  const json crd = kube::testing::fixture("201-create-crd.json")["request"]["body"];
   const StructuralSchema schema(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]);
   json object = {{"apiVersion", "tessel.dev/v1alpha1"},
                  {"kind", "MemberCluster"},
@@ -138,7 +129,7 @@ TEST(StructuralSchemaFixtureTest, MemberClusterStatusKeepsUnknownFields) {
 
 TEST(InvalidStatusTest, ReproducesTheCapturedInvalidResponses) {
   {
-    const json fixture = load_fixture("422-add-finalizer-while-terminating.json");
+    const json fixture = kube::testing::fixture("422-add-finalizer-while-terminating.json");
     const auto error = field_forbidden(
         "metadata.finalizers",
         "no new finalizers can be added if the object is being deleted, found new finalizers "
@@ -147,13 +138,13 @@ TEST(InvalidStatusTest, ReproducesTheCapturedInvalidResponses) {
               fixture["response"]["body"]);
   }
   {
-    const json fixture = load_fixture("422-ssa-missing-fieldmanager.json");
+    const json fixture = kube::testing::fixture("422-ssa-missing-fieldmanager.json");
     EXPECT_EQ(invalid_status("PatchOptions", "meta.k8s.io", "",
                              {field_required("fieldManager", "is required for apply patch")}),
               fixture["response"]["body"]);
   }
   {
-    const json fixture = load_fixture("422-update-without-resourceversion.json");
+    const json fixture = kube::testing::fixture("422-update-without-resourceversion.json");
     const FieldError error{"FieldValueInvalid", "metadata.resourceVersion",
                            "Invalid value: 0x0: must be specified for an update"};
     EXPECT_EQ(invalid_status("trainingjobs", "tessel.dev", "gpt-a", {error}),

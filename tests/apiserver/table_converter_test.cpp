@@ -10,12 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "tests/kube/fixtures.h"
 #include "tests/support/json_path.h"
 #include "tests/support/table_converter_time.h"
-
-#ifndef TESSEL_FIXTURES_DIR
-#error "TESSEL_FIXTURES_DIR must name the kube-1.26 fixtures folder"
-#endif
 
 namespace tessel::testing {
 namespace {
@@ -24,18 +21,8 @@ using nlohmann::json;
 using std::chrono::seconds;
 using std::chrono::system_clock;
 
-std::string fixture_path(const std::string& name) {
-  return std::string(TESSEL_FIXTURES_DIR) + "/" + name;
-}
-
-json load_fixture(const std::string& name) {
-  std::ifstream in(fixture_path(name));
-  if (!in) throw std::runtime_error("cannot open fixture " + name);
-  return json::parse(in);
-}
-
 std::vector<json> load_watch_events(const std::string& name) {
-  std::ifstream in(fixture_path(name));
+  std::ifstream in(kube::testing::kFixtures / name);
   if (!in) throw std::runtime_error("cannot open fixture " + name);
   std::vector<json> events;
   for (std::string line; std::getline(in, line);) {
@@ -56,7 +43,8 @@ TableConverter::WallClock clock_at(const std::string& rfc3339) {
 }
 
 json training_job_version() {
-  return load_fixture("200-get-crd-established.json")["response"]["body"]["spec"]["versions"][0];
+  return kube::testing::fixture(
+      "200-get-crd-established.json")["response"]["body"]["spec"]["versions"][0];
 }
 
 TableConverter training_job_tables(const std::string& now) {
@@ -66,7 +54,9 @@ TableConverter training_job_tables(const std::string& now) {
 }
 
 // The list the table fixtures were taken with (same server state, same second).
-json training_job_list() { return load_fixture("200-list-trainingjobs.json")["response"]["body"]; }
+json training_job_list() {
+  return kube::testing::fixture("200-list-trainingjobs.json")["response"]["body"];
+}
 
 std::vector<json> items(const json& list) { return {list["items"].begin(), list["items"].end()}; }
 
@@ -76,20 +66,20 @@ TEST(TableConverterFixtureTest, TrainingJobListWithPrinterColumns) {
   const json list = training_job_list();
   EXPECT_EQ(
       training_job_tables("2026-11-21T23:01:30Z").table(items(list), "Metadata", list["metadata"]),
-      load_fixture("200-table-trainingjobs.json")["response"]["body"]);
+      kube::testing::fixture("200-table-trainingjobs.json")["response"]["body"]);
 }
 
 TEST(TableConverterFixtureTest, TrainingJobListWithoutObjects) {
   const json list = training_job_list();
   EXPECT_EQ(
       training_job_tables("2026-11-21T23:01:30Z").table(items(list), "None", list["metadata"]),
-      load_fixture("200-table-trainingjobs-includeObject-None.json")["response"]["body"]);
+      kube::testing::fixture("200-table-trainingjobs-includeObject-None.json")["response"]["body"]);
 }
 
 TEST(TableConverterFixtureTest, OneTrainingJob) {
   const json gpt_a = training_job_list()["items"][0];
   EXPECT_EQ(training_job_tables("2026-11-21T23:01:30Z").table_of_one(gpt_a, "Metadata"),
-            load_fixture("200-table-trainingjob-single.json")["response"]["body"]);
+            kube::testing::fixture("200-table-trainingjob-single.json")["response"]["body"]);
 }
 
 TEST(TableConverterFixtureTest, WatchEventsCarryOneRowTablesWithColumnsOnlyFirst) {
@@ -109,8 +99,8 @@ TEST(TableConverterFixtureTest, WatchEventsCarryOneRowTablesWithColumnsOnlyFirst
 }
 
 TEST(TableConverterFixtureTest, NodesWithWideColumns) {
-  const json fixture = load_fixture("200-table-nodes.json");
-  const json list = load_fixture("200-list-nodes.json")["response"]["body"];
+  const json fixture = kube::testing::fixture("200-table-nodes.json");
+  const json list = kube::testing::fixture("200-list-nodes.json")["response"]["body"];
   std::vector<json> nodes;
   for (const auto& node : list["items"]) {
     if (node["metadata"]["resourceVersion"] == "329") nodes.push_back(node);
@@ -137,7 +127,7 @@ json cells_of(const json& version, const json& object,
 }
 
 TEST(TableConverterCrdTest, WithoutPrinterColumnsTheServerAddsAge) {
-  const json crd = load_fixture("201-create-crd.json")["request"]["body"];
+  const json crd = kube::testing::fixture("201-create-crd.json")["request"]["body"];
   TableConverter converter = TableConverter::for_crd_version(crd["spec"]["versions"][0]);
   converter.set_clock(clock_at("2026-11-21T23:10:00Z"));
   const json object = {
@@ -147,10 +137,10 @@ TEST(TableConverterCrdTest, WithoutPrinterColumnsTheServerAddsAge) {
   EXPECT_EQ(age["name"], "Age");
   EXPECT_EQ(age["type"], "date");
   EXPECT_EQ(age["format"], "");
-  EXPECT_EQ(
-      age["description"],
-      load_fixture("200-table-nodes.json")["response"]["body"]["columnDefinitions"][3]
-                                          ["description"]);  // ObjectMeta's creationTimestamp doc
+  EXPECT_EQ(age["description"],
+            kube::testing::fixture(
+                "200-table-nodes.json")["response"]["body"]["columnDefinitions"][3]
+                                       ["description"]);  // ObjectMeta's creationTimestamp doc
   EXPECT_EQ(table["rows"][0]["cells"], (json{"edge-eu", "12m"}));
   EXPECT_EQ(table["metadata"], json::object());
 }
@@ -289,14 +279,16 @@ using Names = std::vector<std::string>;
 TEST(TableConverterBuiltinTest, PodsShowReadinessStatusRestartsAndPlacement) {
   EXPECT_EQ(column_names("", "pods"), (Names{"Name", "Ready", "Status", "Restarts", "Age", "IP",
                                              "Node", "Nominated Node", "Readiness Gates"}));
-  const json running = load_fixture("200-pod-get-running.json")["response"]["body"];
+  const json running = kube::testing::fixture("200-pod-get-running.json")["response"]["body"];
   EXPECT_EQ(builtin_cells("", "pods", running, "2026-11-21T23:04:00Z"),
             (json{"gpt-a-s0-r0", "1/1", "Running", "0", "95s", "10.244.1.5", "gpu-node-a", "<none>",
                   "<none>"}));
-  const json terminating = load_fixture("200-get-pod-terminating.json")["response"]["body"];
+  const json terminating =
+      kube::testing::fixture("200-get-pod-terminating.json")["response"]["body"];
   EXPECT_EQ(builtin_cells("", "pods", terminating, "2026-11-21T23:02:30Z")[2], "Terminating");
 
-  const json pending = load_fixture("201-create-pod-with-nodename.json")["response"]["body"];
+  const json pending =
+      kube::testing::fixture("201-create-pod-with-nodename.json")["response"]["body"];
   EXPECT_EQ(builtin_cells("", "pods", pending, "2026-11-21T23:02:30Z").at(1), "0/1");
   EXPECT_EQ(builtin_cells("", "pods", pending, "2026-11-21T23:02:30Z").at(2), "Pending");
   EXPECT_EQ(builtin_cells("", "pods", pending, "2026-11-21T23:02:30Z").at(5), "<none>");
@@ -343,22 +335,23 @@ TEST(TableConverterBuiltinTest, PodRestartsAndContainerReasons) {
 }
 
 TEST(TableConverterBuiltinTest, NamespacesEventsLeasesAndServiceAccounts) {
-  EXPECT_EQ(
-      builtin_cells("", "namespaces", load_fixture("201-create-namespace.json")["response"]["body"],
-                    "2026-11-21T23:02:08Z"),
-      (json{"tessel-system", "Active", "0s"}));
+  EXPECT_EQ(builtin_cells("", "namespaces",
+                          kube::testing::fixture("201-create-namespace.json")["response"]["body"],
+                          "2026-11-21T23:02:08Z"),
+            (json{"tessel-system", "Active", "0s"}));
   EXPECT_EQ(column_names("", "events"),
             (Names{"Last Seen", "Type", "Reason", "Object", "Subobject", "Source", "Message",
                    "First Seen", "Count", "Name"}));
   EXPECT_EQ(
-      builtin_cells("", "events", load_fixture("201-create-event-core-v1.json")["response"]["body"],
+      builtin_cells("", "events",
+                    kube::testing::fixture("201-create-event-core-v1.json")["response"]["body"],
                     "2026-11-21T23:03:00Z"),
       (json{"70s", "Normal", "Placed", "trainingjob/gpt-a", "",
             "tessel-operator, tessel-operator-7d9f8-abcde",  // reportingInstance as host
             "placed 32 tasklets on 4 clusters (cost 12.3s/iter)", "70s", 1,
             "gpt-a.17a9c2f0d1e2f3a4"}));
   EXPECT_EQ(builtin_cells("coordination.k8s.io", "leases",
-                          load_fixture("201-lease-create.json")["response"]["body"],
+                          kube::testing::fixture("201-lease-create.json")["response"]["body"],
                           "2026-11-21T23:02:38Z"),
             (json{"tessel-operator-leader", "tessel-operator-7d9f8-abcde_3f1c2b7e", "30s"}));
   EXPECT_EQ(builtin_cells("", "serviceaccounts",
@@ -401,7 +394,7 @@ TEST(TableConverterBuiltinTest, ConfigMapsSecretsAndServices) {
 }
 
 TEST(TableConverterBuiltinTest, EverythingElseGetsNameAndCreatedAt) {
-  const json crd = load_fixture("200-get-crd-established.json")["response"]["body"];
+  const json crd = kube::testing::fixture("200-get-crd-established.json")["response"]["body"];
   TableConverter converter =
       TableConverter::for_builtin("apiextensions.k8s.io", "customresourcedefinitions");
   const json table = converter.table({crd}, "None", {{"resourceVersion", "400"}});

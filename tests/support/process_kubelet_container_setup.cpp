@@ -100,6 +100,17 @@ std::map<std::string, std::string> object_data(const std::string& kind, const js
   return data;
 }
 
+// An env var's configMapKeyRef or secretKeyRef: the kind it reads and the reference.
+std::optional<std::pair<std::string, json::const_iterator>> key_reference(const json& value_from) {
+  for (const auto& [field, kind] :
+       {std::pair{"configMapKeyRef", "ConfigMap"}, std::pair{"secretKeyRef", "Secret"}}) {
+    if (const auto it = value_from.find(field); it != value_from.end()) {
+      return std::pair{std::string(kind), it};
+    }
+  }
+  return std::nullopt;
+}
+
 // A ConfigMap or Secret by name; nullopt when it is missing and optional. Throws `error`
 // built from the kubelet's message when it is missing and required.
 template <typename Error>
@@ -495,29 +506,18 @@ std::vector<std::pair<std::string, std::string>> container_environment(
     if (const auto it = value_from->find("fieldRef"); it != value_from->end()) {
       set_variable(environment, name,
                    pod_field(pod, string_at(*it, "fieldPath"), context.addresses));
-    } else if (const auto it = value_from->find("configMapKeyRef"); it != value_from->end()) {
+    } else if (const auto ref = key_reference(*value_from)) {
+      const auto& [kind, it] = *ref;
       const std::string source = string_at(*it, "name");
-      const auto data = read_data<ContainerConfigError>(context.reader, "ConfigMap", ns, source,
+      const auto data = read_data<ContainerConfigError>(context.reader, kind, ns, source,
                                                         flag_at(*it, "optional"), "");
       if (!data) continue;
       const std::string key = string_at(*it, "key");
       const auto entry = data->find(key);
       if (entry == data->end()) {
         if (flag_at(*it, "optional")) continue;
-        throw ContainerConfigError("couldn't find key " + key + " in ConfigMap " + ns + "/" +
+        throw ContainerConfigError("couldn't find key " + key + " in " + kind + " " + ns + "/" +
                                    source);
-      }
-      set_variable(environment, name, entry->second);
-    } else if (const auto it = value_from->find("secretKeyRef"); it != value_from->end()) {
-      const std::string source = string_at(*it, "name");
-      const auto data = read_data<ContainerConfigError>(context.reader, "Secret", ns, source,
-                                                        flag_at(*it, "optional"), "");
-      if (!data) continue;
-      const std::string key = string_at(*it, "key");
-      const auto entry = data->find(key);
-      if (entry == data->end()) {
-        if (flag_at(*it, "optional")) continue;
-        throw ContainerConfigError("couldn't find key " + key + " in Secret " + ns + "/" + source);
       }
       set_variable(environment, name, entry->second);
     } else {
