@@ -360,9 +360,7 @@ LastBackward one_f_one_b_last_backward(const VirtualPipeline& vp) {
 double with_gradient_sync(const PipelineTiming& timing, const LastBackward& last) {
   const double buckets = timing.allreduce_buckets;
   const size_t p = last.end_s.size();
-  const bool table =
-      p > 1 && (timing.embedding_allreduce_s > 0 || timing.stages[0].table_allreduce_s > 0 ||
-                timing.stages[p - 1].table_allreduce_s > 0);
+  const bool table = sums_tied_table(timing);
   double tie_end = 0;
   if (table) {
     const double first_ready =

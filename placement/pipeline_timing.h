@@ -63,4 +63,12 @@ struct PipelineTiming {
   int allreduce_buckets = 4;
 };
 
+// Whether the tied table is summed at all: more than one stage and some cost to it. (Timings
+// built by hand leave it out with zeros.)
+inline bool sums_tied_table(const PipelineTiming& timing) {
+  const size_t p = timing.stages.size();
+  return p > 1 && (timing.embedding_allreduce_s > 0 || timing.stages[0].table_allreduce_s > 0 ||
+                   timing.stages[p - 1].table_allreduce_s > 0);
+}
+
 }  // namespace tessel::placement

@@ -278,12 +278,9 @@ class Simulation {
     return true;
   }
 
-  // The first and the last rank, when the tied table costs anything to sum.
+  // The first and the last rank, when the tied table is summed.
   bool holds_table(int rank) const {
-    const int p = spec_.stages;
-    return p > 1 && (rank == 0 || rank == p - 1) &&
-           (timing_.embedding_allreduce_s > 0 || timing_.stages[0].table_allreduce_s > 0 ||
-            timing_.stages[p - 1].table_allreduce_s > 0);
+    return sums_tied_table(timing_) && (rank == 0 || rank == spec_.stages - 1);
   }
 
   void all_reduce(int rank) {

@@ -35,7 +35,6 @@ struct GrpcProgressReporter::Stream {
 
 GrpcProgressReporter::GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address)
     : ProgressReporter(std::move(tasklet)),
-      address_(address),
       channel_(progress_channel(address)),
       sender_([this] { run(); }) {}
 

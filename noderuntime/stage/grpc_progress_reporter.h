@@ -41,7 +41,6 @@ class GrpcProgressReporter : public ProgressReporter {
   bool stream_once();
   void acknowledged(uint64_t sequence);
 
-  const std::string address_;
   const std::shared_ptr<grpc::Channel> channel_;
   std::mutex mutex_;
   std::condition_variable changed_;
