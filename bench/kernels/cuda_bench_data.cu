@@ -1,5 +1,6 @@
 #include "bench/kernels/cuda_bench_data.h"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace tessel::bench {
 namespace {
@@ -36,18 +37,18 @@ constexpr unsigned kThreads = 256;
 }  // namespace
 
 void fill_uniform(float* x, int64_t n, float lo, float hi, uint64_t seed, cudaStream_t stream) {
-  fill_kernel<<<kBlocks, kThreads, 0, stream>>>(x, n, lo, hi, seed);
+  TESSEL_LAUNCH(fill_kernel<float>, kBlocks, kThreads, 0, stream)(x, n, lo, hi, seed);
   TESSEL_CUDA_CHECK_LAUNCH("fill_kernel");
 }
 
 void fill_uniform(kernels::cuda::bf16* x, int64_t n, float lo, float hi, uint64_t seed,
                   cudaStream_t stream) {
-  fill_kernel<<<kBlocks, kThreads, 0, stream>>>(x, n, lo, hi, seed);
+  TESSEL_LAUNCH(fill_kernel<kernels::cuda::bf16>, kBlocks, kThreads, 0, stream)(x, n, lo, hi, seed);
   TESSEL_CUDA_CHECK_LAUNCH("fill_kernel");
 }
 
 void fill_ints(int* x, int64_t n, int below, uint64_t seed, cudaStream_t stream) {
-  fill_ints_kernel<<<kBlocks, kThreads, 0, stream>>>(x, n, below, seed);
+  TESSEL_LAUNCH(fill_ints_kernel, kBlocks, kThreads, 0, stream)(x, n, below, seed);
   TESSEL_CUDA_CHECK_LAUNCH("fill_ints_kernel");
 }
 

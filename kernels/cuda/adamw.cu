@@ -5,6 +5,7 @@
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_helpers.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace tessel::kernels::cuda {
 namespace {
@@ -15,7 +16,6 @@ namespace checks = cpu::detail;
 constexpr int kThreads = 256;
 // sum_of_squares: each block of the first pass sums this many elements (8 per thread, 16 times).
 constexpr int64_t kSquaresPerBlock = int64_t(kThreads) * 8 * 16;
-
 
 struct AdamWStep {
   float learning_rate, beta1, beta2, eps, weight_decay;
@@ -114,8 +114,8 @@ void adamw_update(float* params, float* m, float* v, const float* grads, int64_t
                     grad_scale};
   const bool vector = aligned16(params) && aligned16(m) && aligned16(v) && aligned16(grads);
   const bool vector_bf16 = params_bf16 != nullptr && aligned16(params_bf16);
-  adamw_kernel<<<unsigned(ceil_div(N, 8 * kThreads)), kThreads, 0, ctx.stream()>>>(
-      params, m, v, grads, params_bf16, N, s, vector, vector_bf16);
+  TESSEL_LAUNCH(adamw_kernel, unsigned(ceil_div(N, 8 * kThreads)), kThreads, 0, ctx.stream())
+  (params, m, v, grads, params_bf16, N, s, vector, vector_bf16);
   TESSEL_CUDA_CHECK_LAUNCH("adamw_kernel");
 }
 
@@ -125,10 +125,10 @@ double sum_of_squares(const float* x, int64_t N, Context& ctx) {
   const int64_t parts = ceil_div(N, kSquaresPerBlock);
   auto* partial = static_cast<double*>(ctx.scratch(size_t(parts + 1) * sizeof(double)));
   double* total = partial + parts;
-  squares_partial_kernel<<<unsigned(parts), kThreads, 0, ctx.stream()>>>(partial, x, N,
-                                                                         aligned16(x));
+  TESSEL_LAUNCH(squares_partial_kernel, unsigned(parts), kThreads, 0, ctx.stream())
+  (partial, x, N, aligned16(x));
   TESSEL_CUDA_CHECK_LAUNCH("squares_partial_kernel");
-  squares_total_kernel<<<1, 1024, 0, ctx.stream()>>>(total, partial, parts);
+  TESSEL_LAUNCH(squares_total_kernel, 1, 1024, 0, ctx.stream())(total, partial, parts);
   TESSEL_CUDA_CHECK_LAUNCH("squares_total_kernel");
   double result = 0.0;
   TESSEL_CUDA_CHECK(

@@ -4,6 +4,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace tessel::kernels::cuda {
 namespace {
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
   constexpr int kQueryGroups = kQTile / 16;  // dq: warps split the tile's queries ...
   constexpr int kDSpan = HS * kQueryGroups / kAttentionWarps;  // ... and the head dimension
   static_assert(kDSpan == 64, "each warp's dq slice is 16 queries x 64 dimensions");
-  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  TESSEL_DYNAMIC_SHARED(shared_bytes);
   auto* k_tile = reinterpret_cast<__nv_bfloat16*>(shared_bytes);
   __nv_bfloat16* v_tile = k_tile + kKeyTile * kStride;
   constexpr int kQElements = kQTile * kStride;
@@ -200,10 +201,10 @@ __global__ void __launch_bounds__(kAttentionThreads)
 #pragma unroll
     for (int nt = 0; nt < kQTile / 8; ++nt) {
       const int column = nt * 8 + 2 * t;
-      *reinterpret_cast<uint32_t*>(ds_tile + (warp * 16 + g) * kSStride + column) =
-          pack_bf16(dp[nt][0], dp[nt][1]);
-      *reinterpret_cast<uint32_t*>(ds_tile + (warp * 16 + g + 8) * kSStride + column) =
-          pack_bf16(dp[nt][2], dp[nt][3]);
+      store_shared_b32(ds_tile + (warp * 16 + g) * kSStride + column,
+                       pack_bf16(dp[nt][0], dp[nt][1]));
+      store_shared_b32(ds_tile + (warp * 16 + g + 8) * kSStride + column,
+                       pack_bf16(dp[nt][2], dp[nt][3]));
     }
     __syncthreads();  // ds^T complete; every warp is also done with this Q/dout buffer
 
@@ -294,8 +295,8 @@ void launch_backward(bf16* dinp, const bf16* dout, const bf16* inp, const bf16* 
   auto* delta = reinterpret_cast<float*>(scratch + dq_bytes);
 
   TESSEL_CUDA_CHECK(cudaMemsetAsync(dq, 0, size_t(BT) * C * sizeof(float), stream));
-  attention_delta_kernel<HS>
-      <<<unsigned(ceil_div(BT * NH, 256)), 256, 0, stream>>>(delta, dout, out, B, T, C, NH);
+  TESSEL_LAUNCH(attention_delta_kernel<HS>, unsigned(ceil_div(BT * NH, 256)), 256, 0, stream)
+  (delta, dout, out, B, T, C, NH);
   TESSEL_CUDA_CHECK_LAUNCH("attention_delta_kernel");
 
   constexpr size_t kShared = backward_shared_bytes<HS>();
@@ -303,11 +304,12 @@ void launch_backward(bf16* dinp, const bf16* dout, const bf16* inp, const bf16* 
       attention_backward_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kShared)));
   const dim3 grid(unsigned(ceil_div(T, kKeyTile)), unsigned(B * NH));
   const float scale = 1.0f / std::sqrt(float(HS));
-  attention_backward_kernel<HS><<<grid, kAttentionThreads, kShared, stream>>>(
-      dinp, dq, dout, inp, lse, delta, T, C, NH, scale, scale * kLog2e);
+  TESSEL_LAUNCH(attention_backward_kernel<HS>, grid, kAttentionThreads, kShared, stream)
+  (dinp, dq, dout, inp, lse, delta, T, C, NH, scale, scale * kLog2e);
   TESSEL_CUDA_CHECK_LAUNCH("attention_backward_kernel");
 
-  add_dq_kernel<<<unsigned(ceil_div(BT * (C / 8), 256)), 256, 0, stream>>>(dinp, dq, BT, C);
+  TESSEL_LAUNCH(add_dq_kernel, unsigned(ceil_div(BT * (C / 8), 256)), 256, 0, stream)
+  (dinp, dq, BT, C);
   TESSEL_CUDA_CHECK_LAUNCH("add_dq_kernel");
 }
 

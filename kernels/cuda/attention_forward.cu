@@ -4,6 +4,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace tessel::kernels::cuda {
 namespace {
@@ -31,7 +32,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
                              int NH, float scale_log2) {
   constexpr int kStride = kTileStride<HS>;
   constexpr int kDSteps = HS / 16;  // k-steps over the head dimension
-  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  TESSEL_DYNAMIC_SHARED(shared_bytes);
   auto* q_tile = reinterpret_cast<__nv_bfloat16*>(shared_bytes);
   // Buffer i of K at k_tiles + i * kTileElements, of V at v_tiles + i * kTileElements.
   constexpr int kTileElements = kKeyTile * kStride;
@@ -204,8 +205,8 @@ void launch_forward(bf16* out, float* lse, const bf16* inp, int B, int T, int C,
       attention_forward_kernel<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kShared)));
   const dim3 grid(unsigned(ceil_div(T, kQueryTile)), unsigned(B * NH));
   const float scale_log2 = kLog2e / std::sqrt(float(HS));
-  attention_forward_kernel<HS>
-      <<<grid, kAttentionThreads, kShared, ctx.stream()>>>(out, lse, inp, T, C, NH, scale_log2);
+  TESSEL_LAUNCH(attention_forward_kernel<HS>, grid, kAttentionThreads, kShared, ctx.stream())
+  (out, lse, inp, T, C, NH, scale_log2);
   TESSEL_CUDA_CHECK_LAUNCH("attention_forward_kernel");
 }
 

@@ -1,6 +1,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/device_helpers.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace tessel::kernels::cuda::detail {
 namespace {
@@ -34,8 +35,9 @@ __global__ void add_column_sums_kernel(float* out, const float* partial, int par
 
 void add_column_sums(float* out, const float* partial, int parts, int64_t stride, int columns,
                      cudaStream_t stream) {
-  add_column_sums_kernel<<<unsigned(ceil_div(columns, kWarpSize)), kWarps * kWarpSize, 0, stream>>>(
-      out, partial, parts, stride, columns);
+  TESSEL_LAUNCH(add_column_sums_kernel, unsigned(ceil_div(columns, kWarpSize)), kWarps * kWarpSize,
+                0, stream)
+  (out, partial, parts, stride, columns);
   TESSEL_CUDA_CHECK_LAUNCH("add_column_sums_kernel");
 }
 

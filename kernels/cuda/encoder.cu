@@ -5,6 +5,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_helpers.cuh"
 #include "kernels/cuda/encoder.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace tessel::kernels::cuda {
 namespace {
@@ -113,8 +114,9 @@ void encoder_forward(bf16* out, const int* inp, const bf16* wte, const bf16* wpe
   const int64_t BT = int64_t(B) * T;
   const bool vector = C % 8 == 0 && aligned16(out) && aligned16(wte) && aligned16(wpe);
   const int64_t threads = BT * ceil_div(C, 8);
-  encoder_forward_kernel<<<unsigned(ceil_div(threads, kThreads)), kThreads, 0, ctx.stream()>>>(
-      out, inp, wte, wpe, BT, T, C, V, vector);
+  TESSEL_LAUNCH(encoder_forward_kernel, unsigned(ceil_div(threads, kThreads)), kThreads, 0,
+                ctx.stream())
+  (out, inp, wte, wpe, BT, T, C, V, vector);
   TESSEL_CUDA_CHECK_LAUNCH("encoder_forward_kernel");
 }
 
@@ -135,8 +137,9 @@ void encoder_backward(float* dwte, float* dwpe, const bf16* dout, const int* inp
   const bool vector_f32 = C % 4 == 0 && aligned16(dwte) && aligned16(dwpe);
 
   const int64_t position_threads = int64_t(T) * ceil_div(C, 8);
-  position_gradient_kernel<<<unsigned(ceil_div(position_threads, kThreads)), kThreads, 0, stream>>>(
-      dwpe, dout, B, T, C, vector_bf16, vector_f32);
+  TESSEL_LAUNCH(position_gradient_kernel, unsigned(ceil_div(position_threads, kThreads)), kThreads,
+                0, stream)
+  (dwpe, dout, B, T, C, vector_bf16, vector_f32);
   TESSEL_CUDA_CHECK_LAUNCH("position_gradient_kernel");
 
   // Scratch: sorted tokens, positions, sorted positions, then CUB's own temporary storage.
@@ -153,14 +156,14 @@ void encoder_backward(float* dwte, float* dwpe, const bf16* dout, const int* inp
   int* positions_sorted = reinterpret_cast<int*>(base + 2 * ints);
   void* sort_storage = base + 3 * ints;
 
-  iota_kernel<<<unsigned(ceil_div(n, 256)), 256, 0, stream>>>(positions, n);
+  TESSEL_LAUNCH(iota_kernel, unsigned(ceil_div(n, 256)), 256, 0, stream)(positions, n);
   TESSEL_CUDA_CHECK_LAUNCH("iota_kernel");
   TESSEL_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_storage, sort_bytes, inp, tokens_sorted,
                                                     positions, positions_sorted, n, 0,
                                                     int(sizeof(int) * 8), stream));
   const dim3 grid(unsigned(n), unsigned(ceil_div(ceil_div(C, 8), kThreads)));
-  token_gradient_kernel<<<grid, kThreads, 0, stream>>>(dwte, dout, tokens_sorted, positions_sorted,
-                                                       n, C, V, vector_bf16, vector_f32);
+  TESSEL_LAUNCH(token_gradient_kernel, grid, kThreads, 0, stream)
+  (dwte, dout, tokens_sorted, positions_sorted, n, C, V, vector_bf16, vector_f32);
   TESSEL_CUDA_CHECK_LAUNCH("token_gradient_kernel");
 }
 

@@ -2,6 +2,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_helpers.cuh"
 #include "kernels/cuda/gelu.h"
+#include "kernels/cuda/launch.cuh"
 
 namespace tessel::kernels::cuda {
 namespace {
@@ -71,7 +72,7 @@ void gelu_forward(bf16* out, const bf16* inp, int64_t N, Context& ctx) {
   checks::require_pointer(inp, "gelu_forward", "inp");
   checks::require_positive(N, "gelu_forward", "N");
   const bool vector = aligned16(out) && aligned16(inp);
-  gelu_forward_kernel<<<blocks_for(N), kThreads, 0, ctx.stream()>>>(out, inp, N, vector);
+  TESSEL_LAUNCH(gelu_forward_kernel, blocks_for(N), kThreads, 0, ctx.stream())(out, inp, N, vector);
   TESSEL_CUDA_CHECK_LAUNCH("gelu_forward_kernel");
 }
 
@@ -81,7 +82,8 @@ void gelu_backward(bf16* dinp, const bf16* inp, const bf16* dout, int64_t N, Con
   checks::require_pointer(dout, "gelu_backward", "dout");
   checks::require_positive(N, "gelu_backward", "N");
   const bool vector = aligned16(dinp) && aligned16(inp) && aligned16(dout);
-  gelu_backward_kernel<<<blocks_for(N), kThreads, 0, ctx.stream()>>>(dinp, inp, dout, N, vector);
+  TESSEL_LAUNCH(gelu_backward_kernel, blocks_for(N), kThreads, 0, ctx.stream())
+  (dinp, inp, dout, N, vector);
   TESSEL_CUDA_CHECK_LAUNCH("gelu_backward_kernel");
 }
 

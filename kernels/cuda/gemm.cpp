@@ -104,9 +104,14 @@ void run_gemm(const Gemm& g, Context& ctx) {
     }
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
-    TESSEL_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(
-        ctx.blas(), raw_desc, a.get(), b.get(), d.get(), d.get(), raw_pref, 1, &result, &count));
-    if (count == 0) throw CudaError("cuBLASLt has no algorithm for the GEMM " + describe(g));
+    // With nothing to offer, the heuristic returns NOT_SUPPORTED rather than a count of 0.
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+        ctx.blas(), raw_desc, a.get(), b.get(), d.get(), d.get(), raw_pref, 1, &result, &count);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && count == 0)) {
+      throw CudaError("cuBLASLt has no algorithm for the GEMM " + describe(g));
+    }
+    TESSEL_CUBLAS_CHECK(status);
+    TESSEL_CUBLAS_CHECK(result.state);
     found = algorithms.emplace(key, result.algo).first;
   }
   const float alpha = 1.0f;

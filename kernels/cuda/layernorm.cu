@@ -2,6 +2,7 @@
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/device_helpers.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/layernorm.h"
 
 namespace tessel::kernels::cuda {
@@ -166,11 +167,11 @@ void launch_forward(bool residual_add, bf16* residual, bf16* out, float* mean, f
                       (!residual_add || (aligned16(residual) && aligned16(inp2)));
   const unsigned blocks = unsigned(ceil_div(rows, kForwardThreads / kWarpSize));
   if (residual_add) {
-    layernorm_forward_kernel<true><<<blocks, kForwardThreads, 0, ctx.stream()>>>(
-        residual, out, mean, rstd, inp1, inp2, weight, bias, rows, C, vector);
+    TESSEL_LAUNCH(layernorm_forward_kernel<true>, blocks, kForwardThreads, 0, ctx.stream())
+    (residual, out, mean, rstd, inp1, inp2, weight, bias, rows, C, vector);
   } else {
-    layernorm_forward_kernel<false><<<blocks, kForwardThreads, 0, ctx.stream()>>>(
-        residual, out, mean, rstd, inp1, inp2, weight, bias, rows, C, vector);
+    TESSEL_LAUNCH(layernorm_forward_kernel<false>, blocks, kForwardThreads, 0, ctx.stream())
+    (residual, out, mean, rstd, inp1, inp2, weight, bias, rows, C, vector);
   }
   TESSEL_CUDA_CHECK_LAUNCH("layernorm_forward_kernel");
 }
@@ -225,8 +226,8 @@ void layernorm_backward(bf16* dinp, float* dweight, float* dbias, const bf16* do
   const bool vector =
       C % 8 == 0 && aligned16(dinp) && aligned16(dout) && aligned16(inp) && aligned16(weight);
   const bool vector_partial = C % 4 == 0;  // scratch is 256-byte aligned
-  layernorm_backward_kernel<<<unsigned(blocks), kBackwardThreads, 0, ctx.stream()>>>(
-      dinp, partial, dout, inp, weight, mean, rstd, rows, C, vector, vector_partial);
+  TESSEL_LAUNCH(layernorm_backward_kernel, unsigned(blocks), kBackwardThreads, 0, ctx.stream())
+  (dinp, partial, dout, inp, weight, mean, rstd, rows, C, vector, vector_partial);
   TESSEL_CUDA_CHECK_LAUNCH("layernorm_backward_kernel");
   add_column_sums(dweight, partial, blocks, 2 * int64_t(C), C, ctx.stream());
   add_column_sums(dbias, partial + C, blocks, 2 * int64_t(C), C, ctx.stream());

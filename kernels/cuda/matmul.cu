@@ -7,6 +7,7 @@
 #include "kernels/cuda/device_helpers.cuh"
 #include "kernels/cuda/gelu.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/matmul.h"
 
 namespace tessel::kernels::cuda {
@@ -169,7 +170,8 @@ void matmul_backward(bf16* dinp, float* dweight, float* dbias, const bf16* dout,
     auto* partial = static_cast<float*>(ctx.scratch(size_t(row_blocks) * OC * sizeof(float)));
     const bool vector = OC % 8 == 0 && aligned16(dout);
     const dim3 grid(unsigned(ceil_div(OC, kBiasColumns)), unsigned(row_blocks));
-    bias_partial_kernel<<<grid, kBiasThreads, 0, ctx.stream()>>>(partial, dout, rows, OC, vector);
+    TESSEL_LAUNCH(bias_partial_kernel, grid, kBiasThreads, 0, ctx.stream())
+    (partial, dout, rows, OC, vector);
     TESSEL_CUDA_CHECK_LAUNCH("bias_partial_kernel");
     add_column_sums(dbias, partial, row_blocks, OC, OC, ctx.stream());
   }

@@ -1,6 +1,8 @@
 // Thin wrappers over the PTX the attention kernels use (internal to kernels/cuda; sm_80 and
-// later, so plain sm_90): asynchronous 16-byte copies into shared memory, ldmatrix, and the
-// bf16 tensor-core product mma.m16n8k16 with fp32 accumulators.
+// later, so plain sm_90): asynchronous 16-byte copies into shared memory, ldmatrix, the bf16
+// tensor-core product mma.m16n8k16 with fp32 accumulators, and their plain 4-byte shared store.
+// Under the SIMT emulator (tests/support/simt) each is the emulator's, which works from the PTX
+// ISA's own statement of these layouts and checks shared memory for races.
 //
 // Fragment layouts of mma.m16n8k16 (g = lane / 4, t = lane % 4), which the kernels rely on:
 //   A (16 x 16, row major), 4 registers of 2 bf16: a0 = A[g][2t..2t+1], a1 = A[g+8][2t..],
@@ -15,9 +17,34 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <cstring>
 
 namespace tessel::kernels::cuda::detail {
 
+#if defined(TESSEL_SIMT)
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  ::tessel::simt::cp_async16(dst, src, valid);
+}
+__device__ __forceinline__ void cp_async_commit() { ::tessel::simt::cp_async_commit(); }
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() {
+  ::tessel::simt::cp_async_wait(pending);
+}
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) {
+  ::tessel::simt::ldmatrix_x4(r, row_address, false);
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address) {
+  ::tessel::simt::ldmatrix_x4(r, row_address, true);
+}
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  ::tessel::simt::mma_m16n8k16_bf16(d, a, b0, b1);
+}
+__device__ __forceinline__ void store_shared_b32(void* p, uint32_t value) {
+  ::tessel::simt::note_shared_write(p, sizeof value);
+  std::memcpy(p, &value, sizeof value);
+}
+#else
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
@@ -62,6 +89,12 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+
+// A 4-byte store to shared memory (the emulator checks it for races).
+__device__ __forceinline__ void store_shared_b32(void* p, uint32_t value) {
+  *static_cast<uint32_t*>(p) = value;
+}
+#endif
 
 // Two floats as a bf16 pair, `low` in the low half (the lower-indexed element of a fragment).
 __device__ __forceinline__ uint32_t pack_bf16(float low, float high) {

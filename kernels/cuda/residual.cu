@@ -1,6 +1,7 @@
 #include "kernels/cpu/argument_checks.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_helpers.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/residual.h"
 
 namespace tessel::kernels::cuda {
@@ -54,7 +55,8 @@ void residual_forward(bf16* out, const bf16* inp1, const bf16* inp2, int64_t N, 
   checks::require_pointer(inp2, kOp, "inp2");
   checks::require_positive(N, kOp, "N");
   const bool vector = aligned16(out) && aligned16(inp1) && aligned16(inp2);
-  residual_forward_kernel<<<blocks_for(N), kThreads, 0, ctx.stream()>>>(out, inp1, inp2, N, vector);
+  TESSEL_LAUNCH(residual_forward_kernel, blocks_for(N), kThreads, 0, ctx.stream())
+  (out, inp1, inp2, N, vector);
   TESSEL_CUDA_CHECK_LAUNCH("residual_forward_kernel");
 }
 
@@ -65,8 +67,8 @@ void residual_backward(bf16* dinp1, bf16* dinp2, const bf16* dout, int64_t N, Co
   checks::require_pointer(dout, kOp, "dout");
   checks::require_positive(N, kOp, "N");
   const bool vector = aligned16(dinp1) && aligned16(dinp2) && aligned16(dout);
-  residual_backward_kernel<<<blocks_for(N), kThreads, 0, ctx.stream()>>>(dinp1, dinp2, dout, N,
-                                                                         vector);
+  TESSEL_LAUNCH(residual_backward_kernel, blocks_for(N), kThreads, 0, ctx.stream())
+  (dinp1, dinp2, dout, N, vector);
   TESSEL_CUDA_CHECK_LAUNCH("residual_backward_kernel");
 }
 

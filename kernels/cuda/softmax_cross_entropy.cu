@@ -3,6 +3,7 @@
 #include "kernels/cpu/argument_checks.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_helpers.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/softmax_cross_entropy.h"
 
 namespace tessel::kernels::cuda {
@@ -142,8 +143,8 @@ void softmax_cross_entropy(float* losses, bf16* dlogits, const bf16* logits, con
   const bool vector_store =
       dlogits != nullptr &&
       (reinterpret_cast<uintptr_t>(dlogits) - reinterpret_cast<uintptr_t>(logits)) % 16 == 0;
-  softmax_cross_entropy_kernel<<<unsigned(int64_t(B) * T), kThreads, 0, ctx.stream()>>>(
-      losses, dlogits, logits, targets, dloss, V, ignore == IgnoreTarget::kMinusOne, vector_store);
+  TESSEL_LAUNCH(softmax_cross_entropy_kernel, unsigned(int64_t(B) * T), kThreads, 0, ctx.stream())
+  (losses, dlogits, logits, targets, dloss, V, ignore == IgnoreTarget::kMinusOne, vector_store);
   TESSEL_CUDA_CHECK_LAUNCH("softmax_cross_entropy_kernel");
 }
 

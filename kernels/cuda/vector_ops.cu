@@ -1,6 +1,7 @@
 #include "kernels/cpu/argument_checks.h"
 #include "kernels/cuda/check.h"
 #include "kernels/cuda/device_helpers.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/vector_ops.h"
 
 namespace tessel::kernels::cuda {
@@ -48,7 +49,8 @@ void scaled_add(float* y, const float* x, float alpha, int64_t N, Context& ctx) 
   checks::require_pointer(x, "scaled_add", "x");
   checks::require_positive(N, "scaled_add", "N");
   const bool vector = aligned16(y) && aligned16(x);
-  scaled_add_kernel<<<blocks_for(N), kThreads, 0, ctx.stream()>>>(y, x, alpha, N, vector);
+  TESSEL_LAUNCH(scaled_add_kernel, blocks_for(N), kThreads, 0, ctx.stream())
+  (y, x, alpha, N, vector);
   TESSEL_CUDA_CHECK_LAUNCH("scaled_add_kernel");
 }
 
@@ -57,7 +59,7 @@ void copy_to_bf16(bf16* out, const float* inp, int64_t N, Context& ctx) {
   checks::require_pointer(inp, "copy_to_bf16", "inp");
   checks::require_positive(N, "copy_to_bf16", "N");
   const bool vector = aligned16(out) && aligned16(inp);
-  copy_to_bf16_kernel<<<blocks_for(N), kThreads, 0, ctx.stream()>>>(out, inp, N, vector);
+  TESSEL_LAUNCH(copy_to_bf16_kernel, blocks_for(N), kThreads, 0, ctx.stream())(out, inp, N, vector);
   TESSEL_CUDA_CHECK_LAUNCH("copy_to_bf16_kernel");
 }
 
