@@ -22,11 +22,12 @@ def shape_text(shape):
 def table(cuda_rows, torch_rows, tests_summary, gpu):
     ceiling = next(r for r in cuda_rows if r["op"] == "ceiling")
     torch_by_key = {(r["model"], r["op"]): r for r in torch_rows}
+    n = ceiling["gemm_n"]
     lines = []
     if gpu:
         lines.append(f"GPU: {gpu}")
     lines.append(f"Measured ceilings in this run: device-to-device copy {ceiling['copy_gbps']:.0f} GB/s "
-                 f"(bytes read + written), bf16 GEMM 8192x8192x8192 {ceiling['gemm_tflops']:.1f} TFLOP/s.")
+                 f"(bytes read + written), bf16 GEMM {n}x{n}x{n} {ceiling['gemm_tflops']:.1f} TFLOP/s.")
     if tests_summary:
         lines.append(f"CUDA tests (tests/cuda against the CPU twins): {tests_summary}")
     lines.append("")

@@ -11,6 +11,8 @@
 //
 // Usage: cuda_kernels_bench [--warmup N] [--iters N] [--models gpt2-124m,gpt3-1.3b]
 //                           [--json FILE]   (one JSON object per row, for bench/gpu/)
+//        cuda_kernels_bench --smoke [--json FILE]   (a tiny model and small ceilings, one run
+//                           each: checks the driver itself, e.g. on the SIMT emulator)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -50,6 +52,7 @@ struct Options {
   int iters = 30;
   std::vector<std::string> models = {"gpt2-124m", "gpt3-1.3b"};
   std::string json_path;
+  bool smoke = false;
 };
 
 struct Model {
@@ -61,7 +64,8 @@ struct Model {
 };
 
 const Model kModels[] = {{"gpt2-124m", 8, 1024, 768, 12, 50257, 12},
-                         {"gpt3-1.3b", 4, 2048, 2048, 16, 50257, 24}};
+                         {"gpt3-1.3b", 4, 2048, 2048, 16, 50257, 24},
+                         {"smoke", 2, 70, 128, 2, 1000, 2}};  // --smoke only
 
 enum class Bound { kCompute, kMemory };
 
@@ -121,12 +125,13 @@ class Timer {
 
 struct Ceilings {
   double copy_gbps = 0;    // device-to-device copy, bytes read + written
-  double gemm_tflops = 0;  // bf16 GEMM 8192^3 through cuBLASLt
+  double gemm_tflops = 0;  // a square bf16 GEMM through cuBLASLt
+  int gemm_n = 0;          // its size
 };
 
-Ceilings measure_ceilings(Context& ctx, Timer& timer) {
+// The copy moves copy_bytes, the GEMM is gemm_n^3 (2 GiB and 8192 for a real run).
+Ceilings measure_ceilings(Context& ctx, Timer& timer, int64_t copy_bytes, int gemm_n) {
   Ceilings c;
-  const int64_t copy_bytes = int64_t(2) << 30;
   {
     Buffer<char> a(copy_bytes), b(copy_bytes);
     fill_uniform(reinterpret_cast<float*>(a.get()), copy_bytes / 4, -1, 1, 1, ctx.stream());
@@ -137,13 +142,14 @@ Ceilings measure_ceilings(Context& ctx, Timer& timer) {
     c.copy_gbps = 2.0 * double(copy_bytes) / (ms * 1e-3) / 1e9;
   }
   {
-    const int n = 8192;
+    const int n = gemm_n;
     Buffer<bf16> a(int64_t(n) * n), b(int64_t(n) * n), out(int64_t(n) * n);
     fill_uniform(a.get(), int64_t(n) * n, -1, 1, 2, ctx.stream());
     fill_uniform(b.get(), int64_t(n) * n, -1, 1, 3, ctx.stream());
     const double ms = timer.median_ms(
         [&] { matmul_forward(out.get(), a.get(), b.get(), nullptr, 1, n, n, n, ctx); });
     c.gemm_tflops = 2.0 * n * double(n) * n / (ms * 1e-3) / 1e12;
+    c.gemm_n = n;
   }
   return c;
 }
@@ -384,7 +390,7 @@ void print_table(const std::vector<Row>& rows, const Ceilings& c, std::ostream& 
 void write_json(const std::vector<Row>& rows, const Ceilings& c, const std::string& path) {
   std::ofstream out(path);
   out << "{\"op\": \"ceiling\", \"copy_gbps\": " << c.copy_gbps
-      << ", \"gemm_tflops\": " << c.gemm_tflops << "}\n";
+      << ", \"gemm_tflops\": " << c.gemm_tflops << ", \"gemm_n\": " << c.gemm_n << "}\n";
   for (const Row& r : rows) {
     out << "{\"model\": \"" << r.model << "\", \"op\": \"" << r.op << "\", \"shape\": {";
     bool first = true;
@@ -409,6 +415,11 @@ std::optional<Options> parse(int argc, char** argv) {
       o.iters = std::max(1, std::atoi(argv[++i]));
     } else if (arg == "--json" && has_value) {
       o.json_path = argv[++i];
+    } else if (arg == "--smoke") {
+      o.smoke = true;
+      o.warmup = 0;
+      o.iters = 1;
+      o.models = {"smoke"};
     } else if (arg == "--models" && has_value) {
       o.models.clear();
       std::stringstream list(argv[++i]);
@@ -426,7 +437,8 @@ int main(int argc, char** argv) {
   const std::optional<Options> options = parse(argc, argv);
   if (!options) {
     std::cerr << "usage: cuda_kernels_bench [--warmup N] [--iters N] "
-                 "[--models gpt2-124m,gpt3-1.3b] [--json FILE]\n";
+                 "[--models gpt2-124m,gpt3-1.3b] [--json FILE]\n"
+                 "       cuda_kernels_bench --smoke [--json FILE]\n";
     return 2;
   }
   if (const auto reason = gpu_unavailable_reason()) {
@@ -440,7 +452,9 @@ int main(int argc, char** argv) {
     Context ctx(stream.get());
     Timer timer(ctx, *options);
     std::cerr << "cuda_kernels_bench on " << prop.name << ": measuring the ceilings\n";
-    const Ceilings ceilings = measure_ceilings(ctx, timer);
+    const Ceilings ceilings =
+        measure_ceilings(ctx, timer, options->smoke ? int64_t(16) << 20 : int64_t(2) << 30,
+                         options->smoke ? 256 : 8192);
     std::vector<Row> rows;
     for (const Model& model : kModels) {
       if (std::find(options->models.begin(), options->models.end(), model.name) ==
@@ -451,9 +465,10 @@ int main(int argc, char** argv) {
       ModelBench(model, ctx, timer, rows).run_all();
     }
     std::cout << "GPU: " << prop.name << ". Measured ceilings: device-to-device copy "
-              << fixed(ceilings.copy_gbps, 0) << " GB/s (read + write), bf16 GEMM 8192^3 "
-              << fixed(ceilings.gemm_tflops, 1) << " TFLOP/s. Median of " << options->iters
-              << " runs after " << options->warmup << " warm-up runs, L2 flushed before each.\n\n";
+              << fixed(ceilings.copy_gbps, 0) << " GB/s (read + write), bf16 GEMM "
+              << ceilings.gemm_n << "^3 " << fixed(ceilings.gemm_tflops, 1)
+              << " TFLOP/s. Median of " << options->iters << " runs after " << options->warmup
+              << " warm-up runs, L2 flushed before each.\n\n";
     print_table(rows, ceilings, std::cout);
     if (!options->json_path.empty()) write_json(rows, ceilings, options->json_path);
   } catch (const std::exception& e) {
