@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "tests/support/simt/fiber.h"
@@ -234,50 +235,48 @@ void sync_threads() {
 
 namespace {
 
-// The chunks of dynamic shared memory that [p, p + bytes) touches.
-std::pair<size_t, size_t> chunk_range(const void* p, size_t bytes) {
+// The race-check records of the chunks that [p, p + bytes) of dynamic shared memory touches.
+std::span<ChunkAccess> chunks_of(const void* p, size_t bytes) {
   const size_t offset = size_t(static_cast<const unsigned char*>(p) - active->shared);
-  return {offset / kChunkBytes, (offset + bytes + kChunkBytes - 1) / kChunkBytes};
+  const size_t first = offset / kChunkBytes;
+  const size_t last = (offset + bytes + kChunkBytes - 1) / kChunkBytes;
+  return std::span(active->chunks).subspan(first, last - first);
 }
 
 std::string thread_name(int linear) {
   return format(active->threads[size_t(linear)].coordinates.thread);
 }
 
+// A fault when another thread wrote the chunk since the last __syncthreads.
+void require_no_other_writer(const ChunkAccess& c, const char* access) {
+  if (c.write_epoch == active->epoch && c.writer != active->running) {
+    fault(std::string("shared-memory race: ") + access + " bytes that thread " +
+          thread_name(c.writer) + " wrote with no __syncthreads between");
+  }
+}
+
 }  // namespace
 
 void note_shared_write(const void* p, size_t bytes) {
   BlockRun& run = *active;
-  const int me = run.running;
-  const auto [first, last] = chunk_range(p, bytes);
-  for (size_t i = first; i < last; ++i) {
-    ChunkAccess& c = run.chunks[i];
-    if (c.write_epoch == run.epoch && c.writer != me) {
-      fault("shared-memory race: writes bytes that thread " + thread_name(c.writer) +
-            " wrote with no __syncthreads between");
-    }
-    if (c.read_epoch == run.epoch && c.reader != me) {
+  for (ChunkAccess& c : chunks_of(p, bytes)) {
+    require_no_other_writer(c, "writes");
+    if (c.read_epoch == run.epoch && c.reader != run.running) {
       fault("shared-memory race: writes bytes that " +
             (c.reader == kSeveralReaders ? std::string("other threads")
                                          : "thread " + thread_name(c.reader)) +
             " read with no __syncthreads between");
     }
     c.write_epoch = run.epoch;
-    c.writer = me;
+    c.writer = run.running;
   }
 }
 
 void note_shared_read(const void* p, size_t bytes) {
   BlockRun& run = *active;
-  const int me = run.running;
-  const auto [first, last] = chunk_range(p, bytes);
-  for (size_t i = first; i < last; ++i) {
-    ChunkAccess& c = run.chunks[i];
-    if (c.write_epoch == run.epoch && c.writer != me) {
-      fault("shared-memory race: reads bytes that thread " + thread_name(c.writer) +
-            " wrote with no __syncthreads between");
-    }
-    c.reader = c.read_epoch == run.epoch && c.reader != me ? kSeveralReaders : me;
+  for (ChunkAccess& c : chunks_of(p, bytes)) {
+    require_no_other_writer(c, "reads");
+    c.reader = c.read_epoch == run.epoch && c.reader != run.running ? kSeveralReaders : run.running;
     c.read_epoch = run.epoch;
   }
 }
