@@ -2,8 +2,9 @@
 # One call on a GPU machine: builds the CUDA kernels, their tests and their benchmark (only those
 # targets, -j16), runs the tests (tests/cuda against the CPU twins), the benchmark
 # (bench/kernels/cuda_kernels_bench) and the PyTorch comparison (bench/gpu/torch_ops_bench.py),
-# and writes the combined markdown table to $OUT/kernels_benchmark.md, ready for
-# docs/benchmarks.md, with the logs beside it. OUT defaults to build-gpu/out.
+# and writes the combined markdown table to $OUT/kernels_benchmark.md, with the logs beside it,
+# and into docs/benchmarks.md between its cuda-kernels-table markers (a copy in $OUT too, for a
+# machine whose tree is not kept). OUT defaults to build-gpu/out.
 #
 # The whole project is configured when its dependencies are installed; otherwise the kernels-only
 # project in bench/gpu/CMakeLists.txt, with GoogleTest and OpenBLAS from the system or from
@@ -71,4 +72,6 @@ fi
 python3 bench/gpu/combine_tables.py "$out/cuda_kernels.jsonl" "${torch_rows[@]}" \
   --tests-summary "$tests_summary" --gpu "$gpu" > "$out/kernels_benchmark.md"
 cat "$out/kernels_benchmark.md"
+python3 bench/gpu/put_table.py docs/benchmarks.md "$out/kernels_benchmark.md" &&
+  cp docs/benchmarks.md "$out/benchmarks.md" && log "wrote the table into docs/benchmarks.md"
 exit "$tests_status"
