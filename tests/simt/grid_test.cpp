@@ -175,3 +175,23 @@ TEST(SimtRuntime, FreeingWhatWasNotAllocatedIsAnError) {
 }
 
 }  // namespace
+
+namespace {
+
+// Thread i reads element i + 1: the last one reads past the end of the allocation.
+__global__ void read_one_past(float* out, const float* in) {
+  out[threadIdx.x] = in[threadIdx.x + 1];
+}
+
+TEST(SimtMemcheck, AReadPastTheEndOfDeviceMemoryIsReportedWithItsLine) {
+  float* in = nullptr;
+  float* out = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&in), 32 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), 32 * sizeof(float)), cudaSuccess);
+  EXPECT_DEATH(TESSEL_LAUNCH(read_one_past, 1, 32, 0, nullptr)(out, in),
+               "heap-buffer-overflow(.|\n)*read_one_past");
+  cudaFree(in);
+  cudaFree(out);
+}
+
+}  // namespace

@@ -168,14 +168,15 @@ const char* cudaGetErrorString(cudaError_t error) {
 
 cudaError_t cudaMalloc(void** pointer, size_t bytes) {
   if (pointer == nullptr) return fail(cudaErrorInvalidValue);
-  const size_t rounded = (bytes + tessel::simt::kAllocationAlignment - 1) /
-                         tessel::simt::kAllocationAlignment * tessel::simt::kAllocationAlignment;
-  void* p = std::aligned_alloc(tessel::simt::kAllocationAlignment,
-                               rounded == 0 ? tessel::simt::kAllocationAlignment : rounded);
-  if (p == nullptr) return fail(cudaErrorMemoryAllocation);
+  // Exactly `bytes`, so that AddressSanitizer (which the emulator's builds use) reports an
+  // access past the end, where a GPU would read or write whatever lies there.
+  void* p = nullptr;
+  if (posix_memalign(&p, tessel::simt::kAllocationAlignment, bytes == 0 ? 1 : bytes) != 0) {
+    return fail(cudaErrorMemoryAllocation);
+  }
   // Fresh device memory holds whatever was there: 0xFF bytes make a read before a write show
   // (NaN as fp32 and bf16, -1 as an integer).
-  std::memset(p, 0xFF, rounded);
+  std::memset(p, 0xFF, bytes);
   {
     const std::lock_guard lock(tessel::simt::allocations_mutex);
     tessel::simt::allocations[p] = bytes;

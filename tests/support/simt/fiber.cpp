@@ -7,6 +7,11 @@
 #include <stdexcept>
 #include <string>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 // switch_stacks(save, load): pushes the callee-saved registers, stores the stack pointer in
 // *save, loads `load` as the stack pointer and pops the registers saved there. Everything else
 // the System V ABI lets a call clobber, so the compiler keeps nothing live across it.
@@ -76,7 +81,13 @@ void* StackPool::top(size_t i) {
   return top(i);
 }
 
-void Context::start(void* stack_top, void (*entry)()) {
+void Context::start(void* stack_top, size_t stack_bytes, void (*entry)()) {
+  stack_bottom_ = static_cast<char*>(stack_top) - stack_bytes;
+  stack_size_ = stack_bytes;
+#if defined(__SANITIZE_ADDRESS__)
+  // A fiber that faulted or finished left its frames' red zones behind.
+  ASAN_UNPOISON_MEMORY_REGION(stack_bottom_, stack_bytes);
+#endif
   auto* sp = reinterpret_cast<uintptr_t*>(reinterpret_cast<uintptr_t>(stack_top) & ~uintptr_t(15));
   *--sp = 0;  // where entry's return address would be: entry then sees the ABI's alignment
   *--sp = reinterpret_cast<uintptr_t>(entry);  // popped by switch_stacks' ret
@@ -85,7 +96,20 @@ void Context::start(void* stack_top, void (*entry)()) {
 }
 
 void Context::switch_to(Context& from, const Context& to) {
+#if defined(__SANITIZE_ADDRESS__)
+  void* fake_stack = nullptr;
+  __sanitizer_start_switch_fiber(&fake_stack, to.stack_bottom_, to.stack_size_);
   tessel_simt_switch_stacks(&from.stack_pointer_, to.stack_pointer_);
+  __sanitizer_finish_switch_fiber(fake_stack, nullptr, nullptr);  // `from` runs again
+#else
+  tessel_simt_switch_stacks(&from.stack_pointer_, to.stack_pointer_);
+#endif
+}
+
+void Context::entered([[maybe_unused]] Context& from) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(nullptr, &from.stack_bottom_, &from.stack_size_);
+#endif
 }
 
 }  // namespace tessel::simt

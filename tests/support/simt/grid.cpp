@@ -4,10 +4,12 @@
 // block where every thread waits) as a fault of the kernel.
 #include "tests/support/simt/grid.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <new>
 #include <span>
 #include <vector>
 
@@ -127,8 +129,12 @@ void complete_copies(Thread& t, size_t count) {
   t.copies.erase(t.copies.begin(), t.copies.begin() + std::ptrdiff_t(count));
 }
 
-void thread_entry() {
-  (*active->body)();
+// What fault() throws on the faulting thread's own stack, caught by its thread_entry: the
+// thread's frames unwind (nothing they hold is lost) before it leaves for good.
+struct KernelFault {};
+
+// After the kernel body returned on this thread.
+void finish_thread() {
   Thread& t = current_thread();
   complete_copies(t, t.copies.size());  // copies still in flight land all the same
   Warp& warp = active->warps[size_t(t.linear / 32)];
@@ -143,7 +149,17 @@ void thread_entry() {
   ++warp.exited;
   ++active->exited;
   t.state = Thread::State::kDone;
-  Context::switch_to(t.context, active->scheduler);
+}
+
+void thread_entry() {
+  Context::entered(active->scheduler);
+  try {
+    (*active->body)();
+    finish_thread();
+  } catch (const KernelFault&) {
+    // The block has faulted (fault() said why); the scheduler ends the launch.
+  }
+  Context::switch_to(current_thread().context, active->scheduler);
 }
 
 std::string waiting_summary(const BlockRun& run) {
@@ -161,7 +177,7 @@ std::string waiting_summary(const BlockRun& run) {
 // Runs one block; false when it faulted (run.fault says why).
 bool run_block(BlockRun& run, StackPool& stacks) {
   for (Thread& t : run.threads) {
-    t.context.start(stacks.top(size_t(t.linear)), &thread_entry);
+    t.context.start(stacks.top(size_t(t.linear)), stacks.stack_bytes(), &thread_entry);
     t.state = Thread::State::kReady;
     t.copies.clear();
     t.group_ends.clear();
@@ -213,8 +229,7 @@ void fault(const std::string& what) {
   run.faulted = true;
   run.fault = "block " + format(t.coordinates.block) + " thread " + format(t.coordinates.thread) +
               ": " + what;
-  Context::switch_to(current_thread().context, run.scheduler);
-  __builtin_unreachable();  // a faulted thread is never resumed
+  throw KernelFault{};
 }
 
 void sync_threads() {
@@ -402,9 +417,13 @@ LaunchResult run_grid(const char* kernel, const void* kernel_address, const Laun
   for (size_t w = 0; w < run->warps.size(); ++w) {
     run->warps[w].lanes = int(std::min<uint64_t>(32, threads - 32 * w));
   }
+  // Exactly the launch's bytes: AddressSanitizer reports an access past them.
+  void* shared_memory = nullptr;
+  if (posix_memalign(&shared_memory, 128, std::max<size_t>(config.shared_bytes, 1)) != 0) {
+    throw std::bad_alloc();
+  }
   const std::unique_ptr<unsigned char, decltype(&std::free)> shared(
-      static_cast<unsigned char*>(std::aligned_alloc(128, (config.shared_bytes + 128) / 128 * 128)),
-      &std::free);
+      static_cast<unsigned char*>(shared_memory), &std::free);
   run->shared = shared.get();
   run->shared_bytes = config.shared_bytes;
 
