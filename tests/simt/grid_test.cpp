@@ -195,3 +195,24 @@ TEST(SimtMemcheck, AReadPastTheEndOfDeviceMemoryIsReportedWithItsLine) {
 }
 
 }  // namespace
+
+namespace {
+
+// A 16-byte vector load from an address 4 bytes off a 16-byte boundary: a GPU's misaligned
+// address.
+__global__ void misaligned_vector_load(float4* out, const float* in) {
+  out[threadIdx.x] = *reinterpret_cast<const float4*>(in + 1);
+}
+
+TEST(SimtMemcheck, AMisalignedVectorLoadIsReportedWithItsLine) {
+  float* in = nullptr;
+  float4* out = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&in), 64 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), sizeof(float4)), cudaSuccess);
+  EXPECT_DEATH(TESSEL_LAUNCH(misaligned_vector_load, 1, 1, 0, nullptr)(out, in),
+               "misaligned address(.|\n)*requires 16 byte alignment");
+  cudaFree(in);
+  cudaFree(out);
+}
+
+}  // namespace
