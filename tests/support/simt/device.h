@@ -61,11 +61,6 @@ inline float __int_as_float(int x) {
   std::memcpy(&f, &x, sizeof f);
   return f;
 }
-inline int __float_as_int(float x) {
-  int i;
-  std::memcpy(&i, &x, sizeof i);
-  return i;
-}
 // CUDA's integer min and max for mixed operands: the usual arithmetic conversions.
 template <class A, class B,
           class = std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>>>

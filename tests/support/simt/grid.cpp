@@ -78,7 +78,6 @@ constexpr size_t kChunkBytes = 4;  // the smallest store the kernels make to sha
 
 // The state of the block that is running, and of its host thread.
 struct BlockRun {
-  const char* kernel = nullptr;
   Context scheduler;
   std::vector<Thread> threads;
   std::vector<Warp> warps;
@@ -215,8 +214,6 @@ bool run_block(BlockRun& run, StackPool& stacks) {
 const ThreadCoordinates& coordinates() { return current_thread().coordinates; }
 
 unsigned char* dynamic_shared() { return active->shared; }
-
-int lane() { return current_thread().linear % 32; }
 
 bool in_dynamic_shared(const void* p, size_t bytes) {
   const auto* c = static_cast<const unsigned char*>(p);
@@ -410,7 +407,6 @@ LaunchResult run_grid(const char* kernel, const void* kernel_address, const Laun
 
   thread_local StackPool stacks(kStackBytes);
   auto run = std::make_unique<BlockRun>();
-  run->kernel = kernel;
   run->body = &body;
   run->threads.resize(threads);
   run->warps.resize(size_t((threads + 31) / 32));

@@ -52,9 +52,7 @@ struct WarpStep {
 const Slot& warp_step(Collective kind, unsigned mask, const void* operands, size_t bytes,
                       void (*compute)(WarpStep&));
 
-// The lane of the calling thread, and the block's shared-memory range check used by the
-// instructions that read or write shared memory.
-int lane();
+// Whether [p, p + bytes) lies in the block's dynamic shared memory.
 bool in_dynamic_shared(const void* p, size_t bytes);
 
 // The race check of dynamic shared memory, for the accesses the emulator sees (cp.async,
@@ -63,15 +61,16 @@ bool in_dynamic_shared(const void* p, size_t bytes);
 void note_shared_write(const void* p, size_t bytes);
 void note_shared_read(const void* p, size_t bytes);
 
-// Ends the running kernel with a fault naming the kernel, the block and the thread.
+// Ends the running kernel with a fault naming the kernel, the block and the thread (it throws on
+// the faulting thread's stack, which unwinds to the thread's start).
 [[noreturn]] void fault(const std::string& what);
 
 // __shfl_xor_sync for 4- and 8-byte values.
 uint64_t shuffle_xor_bits(unsigned mask, uint64_t bits, int lane_mask, int width);
 
-// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16, mma.sync.aligned.m16n8k16.row.col with bf16
-// operands and fp32 accumulators, and cp.async of 16 bytes with its commit and wait
-// (warp_matrix.cpp).
+// ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 and mma.sync.aligned.m16n8k16.row.col with
+// bf16 operands and fp32 accumulators (warp_matrix.cpp); cp.async of 16 bytes with its commit and
+// wait, which land the copies (grid.cpp).
 void ldmatrix_x4(uint32_t (&r)[4], const void* row_address, bool trans);
 void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1);
 void cp_async16(void* dst, const void* src, bool valid);
