@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Run HERE (a build machine with apt), before a GPU call, when the GPU machine's image lacks
-# GoogleTest or OpenBLAS: downloads the few Debian packages that bench/gpu/CMakeLists.txt needs
-# and unpacks them into .gpu-deps/ (ignored by git). Then name .gpu-deps in the device call's
-# carry list; bench/gpu/run.sh finds it there.
+# Run on a machine with apt, for a GPU machine that lacks GoogleTest or OpenBLAS and cannot
+# download: downloads the few Debian packages that bench/gpu/CMakeLists.txt needs and unpacks them
+# into .gpu-deps/ (ignored by git). Copy .gpu-deps along with the tree; bench/gpu/run.sh and
+# sanitize.sh find it there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 deps=.gpu-deps
