@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <span>
 #include <vector>
@@ -101,6 +102,13 @@ Thread& current_thread() { return active->threads[size_t(active->running)]; }
 std::map<const void*, size_t>& max_dynamic_shared() {
   static std::map<const void*, size_t> limits;
   return limits;
+}
+
+// One grid at a time in the process: a kernel's static __shared__ arrays exist once, and the
+// limits above are shared by every host thread.
+std::mutex& device_mutex() {
+  static std::mutex m;
+  return m;
 }
 
 // Back to the scheduler; returns when this thread is resumed.
@@ -382,6 +390,7 @@ void cp_async_wait(int pending) {
 }
 
 void set_max_dynamic_shared_bytes(const void* kernel, size_t bytes) {
+  const std::lock_guard lock(device_mutex());
   max_dynamic_shared()[kernel] = bytes;
 }
 
@@ -395,6 +404,7 @@ LaunchResult run_grid(const char* kernel, const void* kernel_address, const Laun
             format(uint3{b.x, b.y, b.z});
     return LaunchResult::kInvalidConfiguration;
   }
+  const std::lock_guard lock(device_mutex());
   const auto limit = max_dynamic_shared().find(kernel_address);
   const size_t shared_limit =
       limit == max_dynamic_shared().end() ? kDefaultDynamicSharedBytes : limit->second;
