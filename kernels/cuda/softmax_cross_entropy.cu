@@ -12,7 +12,10 @@ namespace {
 using namespace detail;
 namespace checks = cpu::detail;
 
-constexpr int kThreads = 512;
+// 1024 threads a row: two rows in flight per SM, so the rows that all SMs read between a row's
+// first pass and its second (264 of 100 KB at V = 50257 on 132 SMs) stay well inside the L2
+// (50-60 MB on an H100/H200), and the second pass reads from it rather than from memory.
+constexpr int kThreads = 1024;
 
 // A row of V bf16 as a scalar head up to the first 16-byte boundary, a body of 8-element chunks
 // and a scalar tail; f(index, value) is called for every element, each by one thread.
@@ -55,10 +58,10 @@ __device__ __forceinline__ void combine(float& m, float& s, float other_m, float
 // elements; the block combines them. Pass 2 writes the gradient, reading the row again (from L2
 // for rows in flight). In place is safe: an element is read and written by the same thread, and
 // the target's logit is read before the block's first barrier, so before any write.
-__global__ void softmax_cross_entropy_kernel(float* losses, __nv_bfloat16* dlogits,
-                                             const __nv_bfloat16* logits, const int* targets,
-                                             float dloss, int V, bool ignore_minus_one,
-                                             bool vector_store) {
+__global__ void __launch_bounds__(kThreads)
+    softmax_cross_entropy_kernel(float* losses, __nv_bfloat16* dlogits, const __nv_bfloat16* logits,
+                                 const int* targets, float dloss, int V, bool ignore_minus_one,
+                                 bool vector_store) {
   __shared__ float shared_m[kThreads / kWarpSize], shared_s[kThreads / kWarpSize];
   const int64_t row_index = blockIdx.x;
   const __nv_bfloat16* row = logits + row_index * V;
