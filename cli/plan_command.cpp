@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/plan_options.h"
+#include "placement/atomic_file.h"
 #include "placement/placement.h"
 
 namespace tessel::cli {
@@ -48,8 +49,7 @@ struct PlanCommand {
       std::fwrite(text.data(), 1, text.size(), stdout);
       return;
     }
-    std::ofstream out(output);
-    if (!(out << text)) throw std::runtime_error(output + ": cannot write the placement");
+    write_file_atomically(output, text);
   }
 };
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "placement/atomic_file.h"
 #include "placement/schedule.h"
 #include "placement/simulator.h"
 #include "placement/timeline_svg.h"
@@ -59,10 +60,7 @@ struct ScheduleCommand {
                                                             : std::string()) +
                     "; forward " + std::to_string(int(forward_ms)) + " ms, backward " +
                     std::to_string(int(backward_ms)) + " ms per micro-batch and stage";
-    std::ofstream out(svg_file);
-    if (!(out << timeline_svg(sim, options))) {
-      throw std::runtime_error(svg_file + ": cannot write the picture");
-    }
+    write_file_atomically(svg_file, timeline_svg(sim, options));
     std::printf("picture: %s\n", svg_file.c_str());
   }
 };

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/plan_options.h"
+#include "placement/atomic_file.h"
 #include "placement/chrome_trace.h"
 #include "placement/iteration_model.h"
 #include "placement/placement.h"
@@ -90,14 +91,11 @@ struct SimulateCommand {
                   trace_file.c_str());
     }
     if (!svg_file.empty()) {
-      std::ofstream out(svg_file);
       TimelineSvgOptions svg;
       svg.title = std::string("tessel simulate: ") + to_string(spec.kind) + ", " +
                   std::to_string(spec.stages) + " stages, " + std::to_string(spec.micro_batches) +
                   " micro-batches";
-      if (!(out << timeline_svg(sim, svg))) {
-        throw std::runtime_error(svg_file + ": cannot write the picture");
-      }
+      write_file_atomically(svg_file, timeline_svg(sim, svg));
       std::printf("picture: %s\n", svg_file.c_str());
     }
   }

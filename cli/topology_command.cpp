@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "placement/atomic_file.h"
 #include "placement/topology_generate.h"
 
 namespace tessel::cli {
@@ -23,8 +24,7 @@ struct GenerateCommand {
       std::fwrite(text.data(), 1, text.size(), stdout);
       return;
     }
-    std::ofstream out(output);
-    if (!(out << text)) throw std::runtime_error(output + ": cannot write the topology");
+    write_file_atomically(output, text);
   }
 };
 

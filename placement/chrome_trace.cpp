@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "placement/atomic_file.h"
+
 namespace tessel::placement {
 
 namespace {
@@ -45,11 +47,7 @@ nlohmann::json chrome_trace_json(const SimulationResult& result) {
 }
 
 void write_chrome_trace(const SimulationResult& result, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot open Chrome trace file '" + path + "' for writing");
-  out << chrome_trace_json(result).dump() << '\n';
-  out.close();
-  if (!out) throw std::runtime_error("failed writing Chrome trace file '" + path + "'");
+  write_file_atomically(path, chrome_trace_json(result).dump() + "\n");
 }
 
 }  // namespace tessel::placement

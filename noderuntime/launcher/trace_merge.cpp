@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "placement/atomic_file.h"
+
 namespace tessel::launcher {
 
 TraceMergeResult merge_traces(const std::vector<std::string>& rank_files,
@@ -34,11 +36,9 @@ TraceMergeResult merge_traces(const std::vector<std::string>& rank_files,
   for (nlohmann::json& event : events) {
     if (event.contains("ts")) event["ts"] = event["ts"].get<double>() - earliest;
   }
-  std::ofstream out(output);
-  out << nlohmann::json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump()
-      << '\n';
-  out.close();
-  if (!out) throw std::runtime_error(output + ": cannot write the merged trace");
+  placement::write_file_atomically(
+      output,
+      nlohmann::json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump() + "\n");
   return result;
 }
 

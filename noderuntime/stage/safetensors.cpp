@@ -7,6 +7,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "placement/atomic_file.h"
+
 namespace tessel::stage {
 namespace {
 
@@ -196,17 +198,13 @@ SafetensorsFile decode_safetensors(const std::vector<std::byte>& bytes, const st
 
 void write_safetensors(const std::string& path, const SafetensorsFile& file) {
   const std::vector<std::byte> bytes = encode_safetensors(file);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw SafetensorsError(path + ": cannot open '" + tmp + "' for writing");
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) throw SafetensorsError(path + ": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw SafetensorsError(path + ": cannot rename '" + tmp + "' into place");
+  try {
+    placement::write_file_atomically(path, [&](std::ostream& out) {
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+    });
+  } catch (const placement::FileWriteError& e) {
+    throw SafetensorsError(e.what());
   }
 }
 

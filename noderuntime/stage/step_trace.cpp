@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "placement/atomic_file.h"
+
 namespace tessel::stage {
 
 double StepTrace::now_s() {
@@ -55,11 +57,7 @@ nlohmann::json StepTrace::chrome_json(const std::vector<const StepTrace*>& ranks
 }
 
 void StepTrace::write(const std::vector<const StepTrace*>& ranks, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot open Chrome trace file '" + path + "' for writing");
-  out << chrome_json(ranks).dump() << '\n';
-  out.close();
-  if (!out) throw std::runtime_error("failed writing Chrome trace file '" + path + "'");
+  placement::write_file_atomically(path, chrome_json(ranks).dump() + "\n");
 }
 
 }  // namespace tessel::stage
