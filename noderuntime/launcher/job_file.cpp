@@ -72,7 +72,8 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
   if (job.checkpoint_interval >= 0) {
     j["checkpoint"] = {{"dir", paths.checkpoint_dir},
                        {"interval", job.checkpoint_interval},
-                       {"resume", job.resume}};
+                       {"resume", job.resume},
+                       {"keep", job.checkpoint_keep}};
   }
   if (!paths.trace_pattern.empty()) j["trace"] = {{"path", paths.trace_pattern}};
   if (!paths.progress_address.empty()) j["progress"] = {{"address", paths.progress_address}};

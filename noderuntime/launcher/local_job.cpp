@@ -206,9 +206,10 @@ void parse_timeouts(const YamlFields& root, LocalJob& job) {
 void parse_checkpoint(const YamlFields& root, LocalJob& job) {
   if (!root.has("checkpoint")) return;
   const YamlFields c = root.section("checkpoint");
-  c.allow({"interval", "resume"});
+  c.allow({"interval", "resume", "keep"});
   job.checkpoint_interval = static_cast<int>(c.integer("interval", 0, 0, kIntMax));
   job.resume = c.boolean("resume", false);
+  job.checkpoint_keep = static_cast<int>(c.integer("keep", job.checkpoint_keep, 1, kIntMax));
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ struct LocalJob {
   double io_timeout_s = 120;
   int checkpoint_interval = -1;  // -1: no checkpoints; 0: only at the end; n: every n steps
   bool resume = false;
+  int checkpoint_keep = 3;  // checkpoint.keep: step folders kept (>= 1), job.json's "keep"
 
   int world_size() const { return stages * replicas; }
   int chunks() const {

@@ -1,20 +1,34 @@
 #include "noderuntime/stage/checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <span>
+#include <sstream>
 
-#include "noderuntime/stage/safetensors.h"
+#include "noderuntime/transport/crc32c.h"
+#include "placement/atomic_file.h"
 
 namespace tessel::stage {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::ordered_json;
 
-constexpr const char* kFormat = "tessel-stage-checkpoint-1";
+constexpr const char* kOldFormat = "tessel-stage-checkpoint-1";
 constexpr const char* kManifest = "manifest.json";
+constexpr const char* kTensorCrcPrefix = "crc32c:";
+constexpr const char* kMetadataCrc = "metadata_crc32c";
+// A manifest is a few hundred bytes a rank; anything this large is not one.
+constexpr uintmax_t kMaxManifestBytes = 64u << 20;
+// The safetensors header's limit (safetensors.cpp) plus its 8-byte length.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000 + 8;
 
 std::string padded(int64_t value, int width) {
   std::string digits = std::to_string(value);
@@ -33,10 +47,15 @@ std::string model_text(const GptConfig& c) {
          " seq_len=" + std::to_string(c.seq_len) + " vocab=" + std::to_string(c.vocab);
 }
 
+std::string rank_label(const StageRuntime& runtime) {
+  return "rank " + std::to_string(runtime.rank()) + " (stage " + std::to_string(runtime.stage()) +
+         " replica " + std::to_string(runtime.replica()) + ")";
+}
+
 // What a rank file says about the rank that wrote it; loading compares these with the reader.
 std::map<std::string, std::string> identity(const StageRuntime& runtime) {
   const PipelineLayout& layout = runtime.layout();
-  return {{"format", kFormat},
+  return {{"format", kCheckpointFormat},
           {"model", model_text(runtime.config())},
           {"stage", std::to_string(runtime.stage())},
           {"replica", std::to_string(runtime.replica())},
@@ -48,21 +67,321 @@ std::map<std::string, std::string> identity(const StageRuntime& runtime) {
           {"micro_batches", std::to_string(runtime.options().micro_batches)}};
 }
 
-int64_t parse_int(const std::map<std::string, std::string>& metadata, const std::string& key,
-                  const std::string& source) {
-  const auto it = metadata.find(key);
-  if (it == metadata.end()) throw SafetensorsError(source + ": metadata '" + key + "' missing");
-  try {
-    size_t used = 0;
-    const int64_t value = std::stoll(it->second, &used);
-    if (used == it->second.size()) return value;
-  } catch (const std::exception&) {
+std::string old_format_message(const std::string& source) {
+  return source + ": a checkpoint of format '" + kOldFormat +
+         "', written by an older tessel without checksums; this tessel resumes only from '" +
+         kCheckpointFormat +
+         "' checkpoints, whose every tensor is verified: start afresh (resume: false, or "
+         "another checkpoint folder)";
+}
+
+// The first element of values that is not finite, if any.
+std::optional<size_t> first_non_finite(std::span<const float> values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) return i;
   }
-  throw SafetensorsError(source + ": metadata '" + key + "' is not an integer: '" + it->second +
-                         "'");
+  return std::nullopt;
+}
+
+std::string value_text(float value) {
+  if (std::isnan(value)) return "nan";
+  return value > 0 ? "inf" : "-inf";
+}
+
+std::string read_text(const std::string& path, const std::string& missing_hint) {
+  std::error_code error;
+  const uintmax_t size = fs::file_size(path, error);
+  if (error) {
+    throw CheckpointError(path + ": " +
+                          (error == std::errc::no_such_file_or_directory
+                               ? "missing" + missing_hint
+                               : "cannot read: " + error.message()));
+  }
+  if (size > kMaxManifestBytes) {
+    throw CheckpointError(path + ": " + std::to_string(size) + " bytes; a manifest has at most " +
+                          std::to_string(kMaxManifestBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw CheckpointError(path + ": cannot read");
+  return text.str();
+}
+
+// A step folder's name: "step-" and the step with at least 8 digits, exactly as
+// checkpoint_step_dir writes it. Anything else is not one of ours.
+std::optional<int64_t> step_of_folder(const std::string& name) {
+  if (name.rfind("step-", 0) != 0 || name.size() < 13 || name.size() > 24) return std::nullopt;
+  int64_t step = 0;
+  for (size_t i = 5; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') return std::nullopt;
+    step = step * 10 + (name[i] - '0');
+  }
+  if (name != "step-" + padded(step, 8)) return std::nullopt;
+  return step;
+}
+
+// Every step folder of dir, ascending.
+std::vector<int64_t> step_folders(const std::string& dir) {
+  std::vector<int64_t> steps;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(dir, error)) {
+    if (!entry.is_directory()) continue;
+    if (const auto step = step_of_folder(entry.path().filename().string())) {
+      steps.push_back(*step);
+    }
+  }
+  if (error) throw CheckpointError(dir + ": cannot list the checkpoint folder: " + error.message());
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+struct ManifestEntry {
+  int rank = 0;
+  int stage = 0;
+  int replica = 0;
+  std::string file;
+  uint64_t bytes = 0;
+  uint32_t crc = 0;
+};
+
+struct Manifest {
+  int64_t step = 0;
+  int64_t data_position = 0;
+  uint64_t seed = 0;
+  int world_size = 0;
+  std::vector<ManifestEntry> files;
+};
+
+std::string relative_rank_file(int64_t step, int rank) {
+  return "step-" + padded(step, 8) + "/rank-" + padded(rank, 5) + ".safetensors";
+}
+
+uint32_t parse_crc(const nlohmann::json& value, const std::string& where) {
+  if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    if (text.size() == 8 && text.find_first_not_of("0123456789abcdef") == std::string::npos) {
+      return static_cast<uint32_t>(std::stoul(text, nullptr, 16));
+    }
+  }
+  throw CheckpointError(where + ": expected 8 lowercase hex digits, got " + value.dump());
+}
+
+// Parses and checks a manifest's every field; errors name `path` and the field.
+Manifest parse_manifest(const std::string& text, const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw CheckpointError(path + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw CheckpointError(path + ": not a JSON object");
+  const auto field = [&](const nlohmann::json& object, const std::string& key,
+                         const std::string& where) -> const nlohmann::json& {
+    if (!object.contains(key)) throw CheckpointError(path + ": " + where + key + ": missing");
+    return object[key];
+  };
+  const auto integer = [&](const nlohmann::json& object, const std::string& key,
+                           const std::string& where, int64_t max) {
+    const nlohmann::json& v = field(object, key, where);
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > max) {
+      throw CheckpointError(path + ": " + where + key + ": expected an integer in [0, " +
+                            std::to_string(max) + "], got " + v.dump());
+    }
+    return v.get<int64_t>();
+  };
+  const nlohmann::json& format = field(j, "format", "");
+  if (format == kOldFormat) throw CheckpointError(old_format_message(path));
+  if (format != kCheckpointFormat) {
+    throw CheckpointError(path + ": format " + format.dump() + ", expected '" + kCheckpointFormat +
+                          "'");
+  }
+  constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+  Manifest m;
+  m.step = integer(j, "step", "", kInt64Max);
+  m.data_position = integer(j, "data_position", "", kInt64Max);
+  const nlohmann::json& seed = field(j, "seed", "");
+  if (!seed.is_number_unsigned()) {
+    throw CheckpointError(path + ": seed: expected an unsigned integer, got " + seed.dump());
+  }
+  m.seed = seed.get<uint64_t>();
+  m.world_size = static_cast<int>(integer(j, "world_size", "", std::numeric_limits<int>::max()));
+  const nlohmann::json& files = field(j, "files", "");
+  if (!files.is_array() || files.size() != static_cast<size_t>(m.world_size)) {
+    throw CheckpointError(path + ": files: expected one entry per rank (" +
+                          std::to_string(m.world_size) + "), got " +
+                          (files.is_array() ? std::to_string(files.size()) : files.dump()));
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    const nlohmann::json& f = files[i];
+    const std::string where = "files[" + std::to_string(i) + "].";
+    if (!f.is_object())
+      throw CheckpointError(path + ": files[" + std::to_string(i) + "]: not an object");
+    ManifestEntry e;
+    e.rank = static_cast<int>(integer(f, "rank", where, std::numeric_limits<int>::max()));
+    if (e.rank != static_cast<int>(i)) {
+      throw CheckpointError(path + ": " + where + "rank: " + std::to_string(e.rank) +
+                            ", expected " + std::to_string(i));
+    }
+    e.stage = static_cast<int>(integer(f, "stage", where, std::numeric_limits<int>::max()));
+    e.replica = static_cast<int>(integer(f, "replica", where, std::numeric_limits<int>::max()));
+    const nlohmann::json& file = field(f, "file", where);
+    const std::string expected = relative_rank_file(m.step, e.rank);
+    if (!file.is_string() || file.get<std::string>() != expected) {
+      throw CheckpointError(path + ": " + where + "file: " + file.dump() + ", expected \"" +
+                            expected + "\"");
+    }
+    e.file = expected;
+    e.bytes = static_cast<uint64_t>(integer(f, "bytes", where, kInt64Max));
+    e.crc = parse_crc(field(f, "crc32c", where), path + ": " + where + "crc32c");
+    m.files.push_back(std::move(e));
+  }
+  return m;
+}
+
+// A rank's file in 16-bit pieces, exact as floats: size (4 pieces) and CRC32C (2 pieces).
+constexpr int kPiecesPerRank = 6;
+
+void put_pieces(float* out, uint64_t bytes, uint32_t crc) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<float>((bytes >> (16 * i)) & 0xFFFF);
+  out[4] = static_cast<float>(crc & 0xFFFF);
+  out[5] = static_cast<float>(crc >> 16);
+}
+
+std::pair<uint64_t, uint32_t> get_pieces(const float* in) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < 4; ++i) bytes |= static_cast<uint64_t>(in[i]) << (16 * i);
+  const uint32_t crc = static_cast<uint32_t>(in[4]) | static_cast<uint32_t>(in[5]) << 16;
+  return {bytes, crc};
+}
+
+std::vector<std::byte> read_rank_file(const std::string& path, const ManifestEntry& entry,
+                                      const std::string& manifest_path, uint64_t max_bytes) {
+  std::error_code error;
+  const uintmax_t size = fs::file_size(path, error);
+  if (error) {
+    throw CheckpointError(path + ": " +
+                          (error == std::errc::no_such_file_or_directory
+                               ? "missing (" + manifest_path + " lists it)"
+                               : "cannot read: " + error.message()));
+  }
+  if (size != entry.bytes) {
+    throw CheckpointError(path + ": " + std::to_string(size) + " bytes, " + manifest_path +
+                          " says " + std::to_string(entry.bytes) +
+                          " (truncated, extended or replaced after it was written)");
+  }
+  if (size > max_bytes) {
+    throw CheckpointError(path + ": " + std::to_string(size) +
+                          " bytes, more than this rank's tensors and the largest safetensors "
+                          "header can take (" +
+                          std::to_string(max_bytes) + ")");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::byte> bytes(size);
+  if (size > 0) in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  if (!in) throw CheckpointError(path + ": cannot read its " + std::to_string(size) + " bytes");
+  return bytes;
+}
+
+std::string metadata_value(const SafetensorsFile& file, const std::string& key,
+                           const std::string& path) {
+  const auto it = file.metadata.find(key);
+  if (it == file.metadata.end()) throw CheckpointError(path + ": metadata '" + key + "' missing");
+  return it->second;
+}
+
+// Checks the file's checksums and the fields the manifest repeats; errors name path and the
+// tensor or entry.
+void verify_rank_file(const SafetensorsFile& file, uint32_t file_crc, const Manifest& manifest,
+                      const ManifestEntry& entry, const std::string& path,
+                      const std::string& manifest_path) {
+  const std::string format = metadata_value(file, "format", path);
+  if (format == kOldFormat) throw CheckpointError(old_format_message(path));
+  if (format != kCheckpointFormat) {
+    throw CheckpointError(path + ": metadata 'format' is '" + format + "', expected '" +
+                          kCheckpointFormat + "'");
+  }
+  const std::pair<const char*, std::string> repeated[] = {
+      {"step", std::to_string(manifest.step)},
+      {"data_position", std::to_string(manifest.data_position)},
+      {"seed", std::to_string(manifest.seed)}};
+  for (const auto& [key, expected] : repeated) {
+    const std::string value = metadata_value(file, key, path);
+    if (value != expected) {
+      throw CheckpointError(path + ": metadata '" + key + "' is '" + value + "', " + manifest_path +
+                            " says '" + expected + "'");
+    }
+  }
+  const uint32_t stored = parse_crc(metadata_value(file, kMetadataCrc, path),
+                                    path + ": metadata '" + kMetadataCrc + "'");
+  const uint32_t computed = metadata_digest(file.metadata);
+  if (stored != computed) {
+    throw CheckpointError(path + ": metadata checksum mismatch (" + kMetadataCrc + " " +
+                          crc_hex(stored) + ", the metadata hashes to " + crc_hex(computed) +
+                          "): an entry (step, data_position, seed, identity or a tensor "
+                          "checksum) was changed after the file was written");
+  }
+  for (const auto& [name, tensor] : file.tensors) {
+    const std::string key = kTensorCrcPrefix + name;
+    const auto it = file.metadata.find(key);
+    if (it == file.metadata.end()) {
+      throw CheckpointError(path + ": tensor '" + name + "': no checksum (metadata '" + key +
+                            "' missing)");
+    }
+    const uint32_t expected = parse_crc(it->second, path + ": metadata '" + key + "'");
+    const uint32_t actual = transport::crc32c(tensor.data);
+    if (actual != expected) {
+      throw CheckpointError(path + ": tensor '" + name + "': checksum mismatch (stored crc32c " +
+                            crc_hex(expected) + ", its bytes hash to " + crc_hex(actual) +
+                            "): its data changed after it was written");
+    }
+  }
+  for (const auto& [key, value] : file.metadata) {
+    if (key.rfind(kTensorCrcPrefix, 0) == 0 &&
+        !file.tensors.count(key.substr(std::strlen(kTensorCrcPrefix)))) {
+      throw CheckpointError(path + ": metadata '" + key + "' has no tensor '" +
+                            key.substr(std::strlen(kTensorCrcPrefix)) + "'");
+    }
+  }
+  if (file_crc != entry.crc) {
+    throw CheckpointError(path + ": checksum mismatch with " + manifest_path + " (crc32c " +
+                          crc_hex(file_crc) + ", the manifest says " + crc_hex(entry.crc) +
+                          "): the file changed after it was written");
+  }
 }
 
 }  // namespace
+
+std::string crc_hex(uint32_t crc) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", crc);
+  return text;
+}
+
+uint32_t metadata_digest(const std::map<std::string, std::string>& metadata) {
+  uint32_t crc = 0;
+  const auto add = [&](const std::string& text) {
+    const std::string prefix = std::to_string(text.size()) + ":";
+    crc = transport::crc32c_extend(crc, std::as_bytes(std::span(prefix.data(), prefix.size())));
+    crc = transport::crc32c_extend(crc, std::as_bytes(std::span(text.data(), text.size())));
+  };
+  for (const auto& [key, value] : metadata) {
+    if (key == kMetadataCrc) continue;
+    add(key);
+    add(value);
+  }
+  return crc;
+}
+
+void seal_checkpoint_metadata(SafetensorsFile& file) {
+  for (auto it = file.metadata.begin(); it != file.metadata.end();) {
+    it = it->first.rfind(kTensorCrcPrefix, 0) == 0 ? file.metadata.erase(it) : std::next(it);
+  }
+  for (const auto& [name, tensor] : file.tensors) {
+    file.metadata[kTensorCrcPrefix + name] = crc_hex(transport::crc32c(tensor.data));
+  }
+  file.metadata[kMetadataCrc] = crc_hex(metadata_digest(file.metadata));
+}
 
 std::string checkpoint_step_dir(const std::string& dir, int64_t step) {
   return (fs::path(dir) / ("step-" + padded(step, 8))).string();
@@ -73,15 +392,44 @@ std::string checkpoint_rank_file(const std::string& dir, int64_t step, int rank)
       .string();
 }
 
+std::string checkpoint_manifest(const std::string& dir) {
+  return (fs::path(dir) / kManifest).string();
+}
+
+std::string checkpoint_step_manifest(const std::string& dir, int64_t step) {
+  return (fs::path(checkpoint_step_dir(dir, step)) / kManifest).string();
+}
+
 void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
-                     transport::Communicator& comm) {
+                     transport::Communicator& comm, const CheckpointPruning& pruning) {
   const int64_t step = runtime.steps_done();
+  const std::string where = "checkpoint step " + std::to_string(step) + ": ";
+  if (pruning.keep < 1) {
+    throw CheckpointError(where + "keep is " + std::to_string(pruning.keep) +
+                          ", at least 1 checkpoint must be kept");
+  }
+  // A diverged state is not saved: it would become the step every resume starts from.
+  for (const auto& chunk : runtime.chunks()) {
+    for (const ParameterTensor& t : chunk->model.layout().tensors()) {
+      const std::pair<std::string, const std::vector<float>*> parts[] = {
+          {t.name, &chunk->model.params()},
+          {t.name + ".adam_m", &chunk->adam.m},
+          {t.name + ".adam_v", &chunk->adam.v}};
+      for (const auto& [name, values] : parts) {
+        const std::span<const float> span(values->data() + t.offset, static_cast<size_t>(t.size));
+        if (const auto bad = first_non_finite(span)) {
+          throw CheckpointError(where + rank_label(runtime) + ": tensor '" + name + "' holds " +
+                                value_text(span[*bad]) + " at element " + std::to_string(*bad) +
+                                ": this rank's state is not finite; not saving it");
+        }
+      }
+    }
+  }
   const std::string step_dir = checkpoint_step_dir(dir, step);
   std::error_code error;
   fs::create_directories(step_dir, error);
   if (error) {
-    throw std::runtime_error("checkpoint: cannot create directory '" + step_dir +
-                             "': " + error.message());
+    throw CheckpointError(where + step_dir + ": cannot create the folder: " + error.message());
   }
   SafetensorsFile file;
   file.metadata = identity(runtime);
@@ -98,94 +446,189 @@ void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
       file.add_f32(t.name + ".adam_v", t.shape, chunk->adam.v.data() + t.offset);
     }
   }
-  write_safetensors(checkpoint_rank_file(dir, step, comm.rank()), file);
+  seal_checkpoint_metadata(file);
+  const std::vector<std::byte> bytes = encode_safetensors(file);
+  const std::string path = checkpoint_rank_file(dir, step, comm.rank());
+  try {
+    placement::write_file_atomically(path, [&](std::ostream& out) {
+      out.write(reinterpret_cast<const char*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+    });
+  } catch (const placement::FileWriteError& e) {
+    throw CheckpointError(where + e.what());
+  }
 
-  // Barrier: once it returns, every rank's file is in place.
-  float token = 1.0f;
-  comm.all_reduce(&token, 1, transport::DType::kF32, runtime.layout().world());
+  // Every rank's file size and checksum to rank 0; once it returns, every file is in place.
+  const std::vector<int> world = runtime.layout().world();
+  std::vector<float> pieces(world.size() * kPiecesPerRank, 0.0f);
+  put_pieces(&pieces[static_cast<size_t>(comm.rank()) * kPiecesPerRank], bytes.size(),
+             transport::crc32c(bytes));
+  comm.all_reduce(pieces.data(), pieces.size(), transport::DType::kF32, world);
   if (comm.rank() != 0) return;
-  nlohmann::ordered_json manifest = {{"format", kFormat},
-                                     {"step", step},
-                                     {"data_position", runtime.data_position()},
-                                     {"world_size", comm.size()},
-                                     {"files", nlohmann::json::array()}};
+
+  ordered_json manifest = {{"format", kCheckpointFormat},
+                           {"step", step},
+                           {"data_position", runtime.data_position()},
+                           {"seed", runtime.options().seed},
+                           {"world_size", comm.size()},
+                           {"files", ordered_json::array()}};
   const PipelineLayout& layout = runtime.layout();
   for (int rank = 0; rank < comm.size(); ++rank) {
     const auto tasklet = layout.tasklet_of(rank);
-    manifest["files"].push_back(
-        {{"rank", rank},
-         {"stage", tasklet.stage},
-         {"replica", tasklet.replica},
-         {"file", fs::path(checkpoint_rank_file(dir, step, rank)).filename().string()}});
+    const auto [size, crc] = get_pieces(&pieces[static_cast<size_t>(rank) * kPiecesPerRank]);
+    manifest["files"].push_back({{"rank", rank},
+                                 {"stage", tasklet.stage},
+                                 {"replica", tasklet.replica},
+                                 {"file", relative_rank_file(step, rank)},
+                                 {"bytes", size},
+                                 {"crc32c", crc_hex(crc)}});
   }
-  const std::string path = (fs::path(step_dir) / kManifest).string();
-  {
-    std::ofstream out(path + ".tmp");
-    out << manifest.dump(2) << '\n';
-    out.close();
-    if (!out) throw std::runtime_error("checkpoint: cannot write '" + path + ".tmp'");
+  const std::string text = manifest.dump(2) + "\n";
+  try {
+    placement::write_file_atomically(checkpoint_step_manifest(dir, step), text);
+    placement::write_file_atomically(checkpoint_manifest(dir), text);
+  } catch (const placement::FileWriteError& e) {
+    throw CheckpointError(where + e.what());
   }
-  if (std::rename((path + ".tmp").c_str(), path.c_str()) != 0) {
-    throw std::runtime_error("checkpoint: cannot rename '" + path + ".tmp' into place");
+  prune_checkpoints(dir, step, pruning);
+}
+
+void prune_checkpoints(const std::string& dir, int64_t current, const CheckpointPruning& pruning) {
+  if (pruning.keep < 1) {
+    throw CheckpointError(dir + ": keep is " + std::to_string(pruning.keep) +
+                          ", at least 1 checkpoint must be kept");
+  }
+  std::vector<int64_t> older;
+  for (int64_t step : step_folders(dir)) {
+    if (step < current && step != pruning.protect) older.push_back(step);
+  }
+  const size_t keep_older = static_cast<size_t>(pruning.keep - 1);
+  if (older.size() <= keep_older) return;
+  older.resize(older.size() - keep_older);  // ascending: the oldest go
+  for (int64_t step : older) {
+    const std::string folder = checkpoint_step_dir(dir, step);
+    std::error_code error;
+    fs::remove_all(folder, error);
+    if (error) {
+      throw CheckpointError(folder + ": cannot remove an old checkpoint: " + error.message());
+    }
   }
 }
 
 std::optional<int64_t> latest_checkpoint(const std::string& dir) {
-  std::optional<int64_t> latest;
   std::error_code error;
-  for (const auto& entry : fs::directory_iterator(dir, error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("step-", 0) != 0 || !fs::exists(entry.path() / kManifest)) continue;
-    try {
-      size_t used = 0;
-      const int64_t step = std::stoll(name.substr(5), &used);
-      if (used == name.size() - 5 && (!latest || step > *latest)) latest = step;
-    } catch (const std::exception&) {
-      // not one of ours
-    }
+  if (!fs::exists(dir, error)) return std::nullopt;
+  if (!fs::is_directory(dir, error)) {
+    throw CheckpointError(dir + ": the checkpoint folder is not a folder");
   }
-  return latest;
+  const std::string top = checkpoint_manifest(dir);
+  if (!fs::exists(top, error)) {
+    std::vector<int64_t> complete;
+    for (int64_t step : step_folders(dir)) {
+      const std::string step_manifest = checkpoint_step_manifest(dir, step);
+      if (!fs::exists(step_manifest, error)) continue;  // a save that never finished
+      // An old checkpoint has no top manifest at all: say so rather than "missing".
+      try {
+        parse_manifest(read_text(step_manifest, ""), step_manifest);
+      } catch (const CheckpointError& e) {
+        if (std::string(e.what()).find(kOldFormat) != std::string::npos) throw;
+      }
+      complete.push_back(step);
+    }
+    if (complete.empty()) return std::nullopt;
+    std::string steps;
+    for (int64_t step : complete) steps += (steps.empty() ? "" : ", ") + std::to_string(step);
+    throw CheckpointError(
+        top + ": missing, although " + dir + " holds complete checkpoints (steps " + steps +
+        "): it names the current step, and without it no step is resumed from; restore it by "
+        "copying the manifest.json of the step to resume from (e.g. " +
+        checkpoint_step_manifest(dir, complete.back()) +
+        ") to it, or start afresh (resume: false, or another checkpoint folder)");
+  }
+  const std::string text = read_text(top, "");
+  const Manifest manifest = parse_manifest(text, top);
+  const std::string step_manifest = checkpoint_step_manifest(dir, manifest.step);
+  const std::string step_text =
+      read_text(step_manifest, " (" + top + " names step " + std::to_string(manifest.step) +
+                                   " as the current checkpoint)");
+  if (step_text != text) {
+    throw CheckpointError(step_manifest + ": differs from " + top +
+                          ", which names this step as the current checkpoint: one was edited");
+  }
+  return manifest.step;
 }
 
 void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime) {
+  const std::string manifest_path = checkpoint_step_manifest(dir, step);
+  const Manifest manifest = parse_manifest(read_text(manifest_path, ""), manifest_path);
+  if (manifest.step != step) {
+    throw CheckpointError(manifest_path + ": step " + std::to_string(manifest.step) +
+                          ", expected " + std::to_string(step));
+  }
+  const int world = runtime.layout().world_size();
+  if (manifest.world_size != world) {
+    throw CheckpointError(manifest_path + ": world_size " + std::to_string(manifest.world_size) +
+                          ", this job has " + std::to_string(world) + " ranks");
+  }
+  const ManifestEntry& entry = manifest.files[static_cast<size_t>(runtime.rank())];
+  if (entry.stage != runtime.stage() || entry.replica != runtime.replica()) {
+    throw CheckpointError(manifest_path + ": rank " + std::to_string(entry.rank) + " is stage " +
+                          std::to_string(entry.stage) + " replica " +
+                          std::to_string(entry.replica) + ", this job's is stage " +
+                          std::to_string(runtime.stage()) + " replica " +
+                          std::to_string(runtime.replica()));
+  }
+  uint64_t tensor_bytes = 0;
+  for (const auto& chunk : runtime.chunks()) {
+    tensor_bytes += 3 * sizeof(float) * static_cast<uint64_t>(chunk->model.layout().total());
+  }
   const std::string path = checkpoint_rank_file(dir, step, runtime.rank());
-  const SafetensorsFile file = read_safetensors(path);
+  const std::vector<std::byte> bytes =
+      read_rank_file(path, entry, manifest_path, tensor_bytes + kMaxHeaderBytes);
+  const uint32_t file_crc = transport::crc32c(bytes);
+  const SafetensorsFile file = decode_safetensors(bytes, path);
+  verify_rank_file(file, file_crc, manifest, entry, path, manifest_path);
   for (const auto& [key, expected] : identity(runtime)) {
-    const auto it = file.metadata.find(key);
-    if (it == file.metadata.end()) {
-      throw SafetensorsError(path + ": metadata '" + key + "' missing");
-    }
-    if (it->second != expected) {
-      throw SafetensorsError(path + ": metadata '" + key + "' is '" + it->second +
-                             "', this rank has '" + expected + "'");
+    const std::string value = metadata_value(file, key, path);
+    if (value != expected) {
+      throw CheckpointError(path + ": metadata '" + key + "' is '" + value + "', this rank has '" +
+                            expected + "'");
     }
   }
-  const int64_t saved_step = parse_int(file.metadata, "step", path);
-  if (saved_step != step) {
-    throw SafetensorsError(path + ": metadata 'step' is " + std::to_string(saved_step) +
-                           ", expected " + std::to_string(step));
-  }
-  const int64_t position = parse_int(file.metadata, "data_position", path);
+  // Every value checked before any is used.
+  struct Copy {
+    std::vector<float>* into;
+    int64_t offset;
+    std::vector<float> values;
+  };
+  std::vector<Copy> copies;
   std::set<std::string> expected_names;
   for (auto& chunk : runtime.chunks()) {
     for (const ParameterTensor& t : chunk->model.layout().tensors()) {
-      const auto copy = [&](const std::string& name, std::vector<float>& into) {
-        const std::vector<float> values = file.f32(name, t.shape, path);
-        std::copy(values.begin(), values.end(), into.begin() + t.offset);
+      const auto take = [&](const std::string& name, std::vector<float>& into) {
+        std::vector<float> values = file.f32(name, t.shape, path);
+        if (const auto bad = first_non_finite(values)) {
+          throw CheckpointError(path + ": tensor '" + name + "' holds " + value_text(values[*bad]) +
+                                " at element " + std::to_string(*bad) +
+                                " (its checksum matches: the run that wrote it had this state); "
+                                "not resuming from a state that is not finite");
+        }
+        copies.push_back({&into, t.offset, std::move(values)});
         expected_names.insert(name);
       };
-      copy(t.name, chunk->model.params());
-      copy(t.name + ".adam_m", chunk->adam.m);
-      copy(t.name + ".adam_v", chunk->adam.v);
+      take(t.name, chunk->model.params());
+      take(t.name + ".adam_m", chunk->adam.m);
+      take(t.name + ".adam_v", chunk->adam.v);
     }
   }
   for (const auto& [name, tensor] : file.tensors) {
     if (!expected_names.count(name)) {
-      throw SafetensorsError(path + ": tensor '" + name + "' does not belong to stage " +
-                             std::to_string(runtime.stage()));
+      throw CheckpointError(path + ": tensor '" + name + "' does not belong to stage " +
+                            std::to_string(runtime.stage()));
     }
   }
-  runtime.set_position(step, position);
+  for (Copy& c : copies) std::copy(c.values.begin(), c.values.end(), c.into->begin() + c.offset);
+  runtime.set_position(step, manifest.data_position);
 }
 
 }  // namespace tessel::stage

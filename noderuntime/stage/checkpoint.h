@@ -1,45 +1,110 @@
-// Checkpoints of a whole job, one safetensors file per rank plus a manifest:
+// Checkpoints of a whole job, one safetensors file per rank plus manifests:
 //   <dir>/step-00000010/rank-00003.safetensors   every tensor of the rank's chunks by its model
 //                                                name, its AdamW moments as "<name>.adam_m" and
 //                                                "<name>.adam_v"
-//   <dir>/step-00000010/manifest.json            written by rank 0 once every rank has written
-//                                                its file (a barrier over the world): a
-//                                                checkpoint is complete iff it has a manifest.
-// A rank file's metadata holds the step, the data position (the next global sequence), the
-// seed and the random-number state (none advances during training: initialisation is
-// counter-based from the seed and the data order follows from the position), and what the
-// rank is (stage, replica, chunks, layer split, model shape), which loading checks.
+//   <dir>/step-00000010/manifest.json            the step's manifest (below), written by rank 0
+//                                                once every rank has written its file
+//   <dir>/manifest.json                          THE manifest: a byte-identical copy of the
+//                                                current step's manifest, written after it. It
+//                                                alone says which step is current.
+// A save writes the rank files, then (after an all-reduce over the world that is also the
+// barrier and carries each file's size and CRC32C to rank 0) the step's manifest, then
+// <dir>/manifest.json, each by write_file_atomically; only then are old step folders pruned.
+// A save that fails or is killed half-way leaves <dir>/manifest.json naming the previous step:
+// a step folder that <dir>/manifest.json does not name is never used.
+//
+// The manifest (format "tessel-stage-checkpoint-2"):
+//   {"format": "tessel-stage-checkpoint-2", "step": 10, "data_position": 80, "seed": 1337,
+//    "world_size": 4,
+//    "files": [{"rank": 0, "stage": 0, "replica": 0,
+//               "file": "step-00000010/rank-00000.safetensors",   relative to <dir>
+//               "bytes": 1234567, "crc32c": "1a2b3c4d"}, ...]}     of the whole file
+// A rank file's __metadata__ (strings, as safetensors requires, so every safetensors reader
+// still reads the file) holds the format, the step, the data position (the next global
+// sequence), the seed and the random-number state (none advances during training), what the
+// rank is (stage, replica, chunks, layer split, model shape), "crc32c:<tensor>" (8 hex digits,
+// the CRC32C of the tensor's bytes) for every tensor, and "metadata_crc32c", the CRC32C of every
+// other metadata entry (metadata_digest), so an edited step or data_position is detected.
+//
+// Loading verifies, before any value is used: the manifest's entry for the rank (its file name,
+// size and CRC32C), the metadata checksum and the fields the manifest repeats (step,
+// data_position, seed), every tensor's checksum, the rank's identity, every tensor's shape, and
+// that every value is finite (a checkpoint of a diverged state is refused naming the tensor).
+// Saving refuses a non-finite value too, naming the rank and tensor. Checkpoints of format
+// "tessel-stage-checkpoint-1" (no checksums) are refused with a message saying so.
 //
 // Resuming from a checkpoint continues bit-identically: parameters, moments, step count and
 // data position are exactly what the uninterrupted run had at that step.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
+#include "noderuntime/stage/safetensors.h"
 #include "noderuntime/stage/stage_runtime.h"
 #include "noderuntime/transport/communicator.h"
 
 namespace tessel::stage {
 
+// A checkpoint that cannot be used or written; the message names the file and what is wrong.
+// A SafetensorsError, so callers that catch those catch these too.
+class CheckpointError : public SafetensorsError {
+ public:
+  using SafetensorsError::SafetensorsError;
+};
+
+inline constexpr const char* kCheckpointFormat = "tessel-stage-checkpoint-2";
+inline constexpr int kDefaultCheckpointKeep = 3;
+
 // "<dir>/step-00000010"
 std::string checkpoint_step_dir(const std::string& dir, int64_t step);
 // "<dir>/step-00000010/rank-00003.safetensors"
 std::string checkpoint_rank_file(const std::string& dir, int64_t step, int rank);
+// "<dir>/manifest.json", and "<dir>/step-00000010/manifest.json"
+std::string checkpoint_manifest(const std::string& dir);
+std::string checkpoint_step_manifest(const std::string& dir, int64_t step);
+
+struct CheckpointPruning {
+  // Step folders kept: the new one and the keep - 1 newest older ones (at least 1).
+  int keep = kDefaultCheckpointKeep;
+  // A step that is never pruned (the one this run resumed from), kept besides those.
+  std::optional<int64_t> protect;
+};
 
 // Writes this rank's file for the runtime's current step; every rank of the job calls it at
-// the same step (it ends with a barrier over the world, then rank 0 writes the manifest).
-// Throws SafetensorsError or std::runtime_error naming the path on an I/O failure.
+// the same step. Rank 0 then writes the manifests and prunes old step folders (only after the
+// new <dir>/manifest.json is in place; never a step newer than the new one). Throws
+// CheckpointError naming the rank and tensor when a value is not finite (nothing is written),
+// and CheckpointError naming the file and the cause (errno's text) on an I/O failure.
 void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
-                     transport::Communicator& comm);
+                     transport::Communicator& comm, const CheckpointPruning& pruning = {});
 
-// The step of the newest complete checkpoint in dir (one with a manifest), if any.
+// The current step as <dir>/manifest.json names it, after checking it against the step's own
+// manifest.json. nullopt when there is no checkpoint yet: no <dir>, or neither manifest.json
+// nor a step folder with a manifest.json (folders without one are saves that never finished).
+// Throws CheckpointError naming the path when <dir>/manifest.json is missing although a step
+// folder holds a complete checkpoint (never a fallback to an older step), unreadable, of an
+// older format, or names a step whose manifest.json is missing or differs.
 std::optional<int64_t> latest_checkpoint(const std::string& dir);
 
 // Restores parameters, moments, step count and data position of this rank from the
-// checkpoint of `step`. Throws SafetensorsError naming the file and the tensor or field that
-// does not match this rank (another stage, shape, model, a missing or extra tensor).
+// checkpoint of `step`, verified as the header says. Throws CheckpointError naming the file
+// and the tensor or field at fault, reading nothing into the runtime before all checks passed.
 void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime);
+
+// Removes step folders older than `current` beyond the keep - 1 newest of them, except
+// `pruning.protect`. Throws CheckpointError naming a folder that cannot be removed.
+void prune_checkpoints(const std::string& dir, int64_t current, const CheckpointPruning& pruning);
+
+// The checksum entries of a rank file: sets "crc32c:<tensor>" for every tensor and then
+// "metadata_crc32c" (save_checkpoint calls it; a test that plants a value seals with it).
+void seal_checkpoint_metadata(SafetensorsFile& file);
+// CRC32C over every metadata entry except "metadata_crc32c", in key order, each key and value
+// length-prefixed ("<bytes>:<text>") so no two maps share a digest input.
+uint32_t metadata_digest(const std::map<std::string, std::string>& metadata);
+// "1a2b3c4d"
+std::string crc_hex(uint32_t crc);
 
 }  // namespace tessel::stage

@@ -33,7 +33,12 @@
 //                                 (devices[rank]; one device's ranks unshaped), "pairs" on top
 //   "timeouts": {"connect_s": 60, "io_s": 300},   io_s must exceed the longest compute a peer
 //                                 can wait through (a silent peer fails after io_s)
-//   "checkpoint": {"dir": "ckpt", "interval": 10 (0: only when stopped), "resume": true},
+//   "checkpoint": {"dir": "ckpt", "interval": 10 (0: only when stopped), "resume": true,
+//                  "keep": 3},   keep: step folders kept, >= 1 (checkpoint.h: the newest keep,
+//                                 and the step the run resumed from). resume: continue from the
+//                                 step dir/manifest.json names; with no checkpoint yet (no dir,
+//                                 or no step folder with a manifest) the run starts at step 0
+//                                 and rank 0 says so on stderr; a damaged checkpoint is an error
 //   "trace": {"path": "trace-{rank}.json"},  optional; {rank} is replaced by the rank
 //   "progress": {"address": "127.0.0.1:7070"}  optional: where the StageProgress gRPC service
 //                                 (proto/tessel/v1alpha1/progress.proto) listens
@@ -74,6 +79,7 @@ struct CheckpointSpec {
   std::string dir;  // empty: no checkpoints
   int interval = 0;
   bool resume = false;
+  int keep = 3;  // step folders kept (checkpoint.h kDefaultCheckpointKeep), >= 1
 };
 
 struct JobSpec {

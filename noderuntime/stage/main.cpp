@@ -31,6 +31,9 @@ void install_stop_handlers() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  // A write past RLIMIT_FSIZE then fails with EFBIG, and the error names the file (a checkpoint,
+  // a trace) and "File too large", instead of the process dying of SIGXFSZ without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
 }
 
 constexpr const char* kUsage =

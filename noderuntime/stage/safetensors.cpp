@@ -1,6 +1,7 @@
 #include "noderuntime/stage/safetensors.h"
 
 #include <bit>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -210,7 +211,7 @@ void write_safetensors(const std::string& path, const SafetensorsFile& file) {
 
 SafetensorsFile read_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw SafetensorsError(path + ": cannot open");
+  if (!in) throw SafetensorsError(path + ": cannot open: " + std::strerror(errno));
   std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw SafetensorsError(path + ": read failed");
   std::vector<std::byte> bytes(raw.size());

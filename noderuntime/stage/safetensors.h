@@ -48,7 +48,8 @@ std::vector<std::byte> encode_safetensors(const SafetensorsFile& file);
 // source names the bytes in errors (the file's path).
 SafetensorsFile decode_safetensors(const std::vector<std::byte>& bytes, const std::string& source);
 
-// Written to path + ".tmp" then renamed, so a reader never sees half a file.
+// Written by placement::write_file_atomically (a temporary name, then renamed), so a reader
+// never sees half a file; a failure names the file and the cause (errno's text).
 void write_safetensors(const std::string& path, const SafetensorsFile& file);
 SafetensorsFile read_safetensors(const std::string& path);
 

@@ -1,8 +1,12 @@
 // One tessel-stage process: rank R of a job (job_spec.h) from start to exit. It connects the
-// mesh (its own address from the job, the others' too), builds its StageRuntime, resumes from
-// the newest complete checkpoint when asked (rank 0 chooses the step and tells the others),
-// trains the job's steps, checkpoints every `interval` steps and at the end, and writes its
-// Chrome trace when asked.
+// mesh (its own address from the job, the others' too), builds its StageRuntime, resumes when
+// asked from the step the checkpoint folder's manifest.json names (checkpoint.h; rank 0 reads
+// it and tells the others; none yet: step 0, said on stderr), trains the job's steps,
+// checkpoints every `interval` steps and at the end (keeping `keep` step folders and the one
+// it resumed from), and writes its Chrome trace when asked.
+// A checkpoint that cannot be resumed from fails every rank before the first step: the rank
+// whose file is at fault (rank 0 for the manifest) with an error naming the file and the tensor
+// or field, the others with an error naming that rank.
 //
 // Progress through `progress` (progress_reporter.h; the events of progress.proto, named here
 // as in the JSON lines):
