@@ -2,8 +2,6 @@
 // the real cluster TESSEL_TEST_KUBECONFIG names): the commands a user types to install the
 // TestJob CRD and work with TestJobs, and the messages kubectl prints when the server refuses.
 // Skipped visibly when no kubectl is on PATH.
-#include "tests/kubectl/kubectl.h"
-
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -20,6 +18,7 @@
 #include "kube/client.h"
 #include "kube/object.h"
 #include "tests/kubectl/child_process.h"
+#include "tests/kubectl/kubectl_fixture.h"
 #include "tests/support/test_cluster.h"
 
 namespace tessel::testing {
@@ -31,78 +30,8 @@ const std::string kCrdName = "testjobs.tests.tessel.dev";
 // How long `kubectl get -w` may take to print what the test waits for.
 constexpr auto kWatchTimeout = std::chrono::seconds(30);
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-std::vector<std::string> words_of(const std::string& line) {
-  std::vector<std::string> words;
-  std::istringstream in(line);
-  for (std::string word; in >> word;) words.push_back(word);
-  return words;
-}
-
-// The printed table's rows (after the header) whose first column is `name`, split into words.
-std::vector<std::vector<std::string>> rows_named(const std::string& output,
-                                                 const std::string& name) {
-  std::vector<std::vector<std::string>> rows;
-  for (const std::string& line : lines_of(output)) {
-    std::vector<std::string> words = words_of(line);
-    if (!words.empty() && words[0] == name) rows.push_back(std::move(words));
-  }
-  return rows;
-}
-
-std::string random_name(const std::string& prefix) {
-  std::random_device device;
-  return prefix + "-" + std::to_string(device() % 1000000);
-}
-
-class KubectlTest : public ::testing::Test {
+class KubectlTest : public KubectlFixture {
  protected:
-  void SetUp() override {
-    if (!find_on_path("kubectl")) GTEST_SKIP() << "no kubectl on PATH";
-    cluster_ = std::make_unique<TestCluster>(server_options());
-    work_dir_ = std::filesystem::temp_directory_path() / random_name("tessel-kubectl-test");
-    std::filesystem::create_directories(work_dir_);
-    kubectl_ = std::make_unique<Kubectl>(cluster_->kubeconfig_path(), namespace_name(),
-                                         (work_dir_ / "cache").string());
-  }
-
-  void TearDown() override {
-    if (!work_dir_.empty()) std::filesystem::remove_all(work_dir_);
-  }
-
-  // The test server's options (unused on a real cluster).
-  virtual ApiTestServerOptions server_options() const { return {}; }
-
-  const std::string& namespace_name() const { return cluster_->namespace_name(); }
-
-  // Runs kubectl and expects it to succeed.
-  std::string kubectl_ok(const std::vector<std::string>& args) {
-    const ProcessResult result = kubectl_->run(args);
-    EXPECT_EQ(result.exit_code, 0) << describe(result);
-    return result.out;
-  }
-
-  // Runs kubectl and expects it to fail with exit code 1 (what kubectl returns for an error
-  // answer); returns stderr.
-  std::string kubectl_fails(const std::vector<std::string>& args) {
-    const ProcessResult result = kubectl_->run(args);
-    EXPECT_EQ(result.exit_code, 1) << describe(result);
-    EXPECT_FALSE(result.timed_out) << describe(result);
-    return result.err;
-  }
-
-  std::string write_file(const std::string& name, const std::string& text) {
-    const std::string path = (work_dir_ / name).string();
-    std::ofstream(path) << text;
-    return path;
-  }
-
   // A TestJob manifest file, as a user writes it.
   std::string write_job(const std::string& name, int replicas, const std::string& extra_spec = "") {
     return write_file(name + ".yaml",
@@ -145,10 +74,6 @@ class KubectlTest : public ::testing::Test {
     return admin.get(admin.resource_for("tests.tessel.dev/v1alpha1", "TestJob"), namespace_name(),
                      name);
   }
-
-  std::unique_ptr<TestCluster> cluster_;
-  std::filesystem::path work_dir_;
-  std::unique_ptr<Kubectl> kubectl_;
 };
 
 TEST_F(KubectlTest, AppliesTheCrdAndWaitsUntilItIsEstablished) {
