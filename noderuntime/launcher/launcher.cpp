@@ -18,6 +18,8 @@
 #include "noderuntime/launcher/supervisor.h"
 #include "noderuntime/launcher/text_format.h"
 #include "noderuntime/launcher/trace_merge.h"
+#include "noderuntime/stage/checkpoint.h"
+#include "placement/atomic_file.h"
 #include "placement/placement.h"
 
 namespace tessel::launcher {
@@ -26,10 +28,34 @@ namespace {
 namespace fs = std::filesystem;
 
 void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) throw LocalJobError(path.string() + ": cannot write");
+  try {
+    placement::write_file_atomically(path.string(), text);
+  } catch (const placement::FileWriteError& e) {
+    throw LocalJobError(e.what());
+  }
+}
+
+// Refuses a resumed run that would have nothing to do: its newest checkpoint already holds the
+// job's last step. Nothing is written, so the previous run's report stays as it was. Returns
+// the step the run will resume from (nullopt: from the beginning).
+std::optional<int64_t> check_resume(const LocalJob& job, const fs::path& dir) {
+  if (!job.resume || job.checkpoint_interval < 0) return std::nullopt;
+  const fs::path checkpoints = dir / "checkpoints";
+  std::optional<int64_t> latest;
+  try {
+    latest = stage::latest_checkpoint(checkpoints.string());
+  } catch (const std::exception& e) {
+    throw LocalJobError(checkpoints.string() + ": cannot resume: " + e.what());
+  }
+  if (latest && *latest >= job.training.steps) {
+    throw LocalJobError("nothing to do: checkpoint.resume is set and the newest checkpoint in " +
+                        checkpoints.string() + " is at step " + std::to_string(*latest) +
+                        ", at or past the job's last step (training.steps, or --steps: " +
+                        std::to_string(job.training.steps) +
+                        "); raise the steps to train further (" + (dir / "report.md").string() +
+                        " is left as it was)");
+  }
+  return latest;
 }
 
 void say(std::FILE* out, const std::string& text) {
@@ -83,6 +109,8 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
     if (*options.steps < 1) throw LocalJobError("--steps: must be at least 1");
     job.training.steps = *options.steps;
   }
+  const fs::path dir = fs::absolute(options.output_dir);
+  const std::optional<int64_t> resuming = check_resume(job, dir);
   const std::string binary = find_stage_binary(options.stage_binary);
   LocalRunResult result;
   describe_data(job, result);
@@ -92,7 +120,6 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   const ComputeSpeed speed =
       measure_compute_speed(job.workload, job.training.threads, job.world_size());
   result.plan = plan_local_job(job, network, speed, options.placement_file);
-  const fs::path dir = fs::absolute(options.output_dir);
   result.output_dir = dir.string();
   result.simulate_command = simulate_command(job, dir);
   std::error_code ec;
@@ -127,10 +154,14 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
     labels.push_back(tasklet_label(rank % job.stages, rank / job.stages));
     result.ranks.push_back({labels.back(), result.plan.device_of_rank[rank], ports[rank], "", {}});
   }
+  const std::string steps_text =
+      resuming
+          ? "steps " + std::to_string(*resuming + 1) + " to " + std::to_string(job.training.steps) +
+                " (resuming from the checkpoint of step " + std::to_string(*resuming) + ")"
+          : std::to_string(job.training.steps) + " steps";
   say(options.out, "tessel local: " + job.name + ": " + std::to_string(job.stages) + " stages x " +
                        std::to_string(job.replicas) + " replicas on " + result.plan.topology.name +
-                       ", " + std::to_string(job.training.steps) + " steps; output " +
-                       dir.string());
+                       ", " + steps_text + "; output " + dir.string());
   say(options.out,
       printf_text("tessel local: compute %.2f GFLOP/s per process (measured); predicted "
                   "iteration %.3f s, bubble %.0f%%",
@@ -154,24 +185,39 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   result.message = run.message;
   result.wall_s = run.wall_s;
   result.steps = tracker.steps();
+  result.resumed_from = tracker.resumed_from();
   result.measured_iteration_s = tracker.iteration_s();
   for (int rank = 0; rank < job.world_size(); ++rank) {
     result.ranks[rank].steps = tracker.per_rank()[rank];
   }
 
+  // The run's own outcome is said first; a report that cannot be written is said after it,
+  // never instead of it.
+  std::vector<std::string> write_errors;
   if (options.trace) {
     std::vector<std::string> files;
     for (int rank = 0; rank < job.world_size(); ++rank) {
       files.push_back((dir / "traces" / ("trace-" + std::to_string(rank) + ".json")).string());
     }
-    const TraceMergeResult merged = merge_traces(files, (dir / "trace.json").string());
-    result.trace_written = merged.merged > 0;
-    result.trace_missing = merged.missing;
+    try {
+      const TraceMergeResult merged = merge_traces(files, (dir / "trace.json").string());
+      result.trace_written = merged.merged > 0;
+      result.trace_missing = merged.missing;
+    } catch (const std::exception& e) {
+      write_errors.push_back(std::string("the merged trace was not written: ") + e.what());
+    }
   }
-  write_report(job, result);
+  try {
+    write_report(job, result);
+  } catch (const std::exception& e) {
+    write_errors.push_back(std::string("the report was not written: ") + e.what());
+  }
+  for (const std::string& error : write_errors) {
+    result.report_error += (result.report_error.empty() ? "" : "; ") + error;
+  }
 
   if (result.status == RunStatus::kFailed) {
-    say(options.out, "tessel local: error: " + result.message);
+    say(options.err, "tessel local: error: " + result.message);
   } else if (result.status == RunStatus::kStopped) {
     say(options.out, "tessel local: stopped " + result.message + " after step " +
                          std::to_string(result.steps.empty() ? 0 : result.steps.back().step));
@@ -187,7 +233,17 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
                     "%.4f",
                     result.steps.front().loss, final_loss(result.steps), result.unigram_entropy));
   }
-  say(options.out, "tessel local: report " + (dir / "report.md").string());
+  say(options.out, std::string("tessel local: ") +
+                       (result.status == RunStatus::kDone     ? "done"
+                        : result.status == RunStatus::kFailed ? "failed"
+                                                              : "stopped") +
+                       ": " + steps_done_text(job, result));
+  if (!result.report_error.empty()) {
+    say(options.err, "tessel local: error: " + result.report_error);
+    if (result.exit_code == 0) result.exit_code = 1;
+  } else {
+    say(options.out, "tessel local: report " + (dir / "report.md").string());
+  }
   return result;
 }
 

@@ -31,11 +31,20 @@ struct LocalRunOptions {
   std::string stage_binary;    // empty: find_stage_binary("")
   double grace_s = 30;         // after asking the processes to stop, kill them after this long
   std::FILE* out = stdout;     // progress and summary; nullptr: silent
+  std::FILE* err = stderr;     // why the run failed, a report not written; nullptr: silent
   bool tty = false;            // rewrite the progress line in place instead of one per step
 };
 
-// Throws LocalJobError (bad job, placement, topology or missing tessel-stage) before any
-// process starts; afterwards every outcome is in the result (and the report).
+// Throws LocalJobError (bad job, placement, topology or missing tessel-stage, a file or folder
+// that cannot be written, a resumed job whose checkpoint already holds its last step) before any
+// process starts; afterwards every outcome is in the result (and the report): a report that
+// cannot be written is result.report_error, said after the run's own outcome (exit status 1
+// when the run itself succeeded).
+//
+// A resumed job (checkpoint.resume) continues from the newest checkpoint in
+// <output>/checkpoints; the report and the last line say the steps run and the step resumed
+// from. When that checkpoint is at or past the job's last step there is nothing to do: it is
+// refused before anything is written, so the previous report.md stays as it was.
 LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options);
 
 // The output folder used when none is given: "tessel-runs/<job name>".

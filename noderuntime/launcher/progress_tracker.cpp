@@ -24,6 +24,11 @@ std::optional<StepSummary> ProgressTracker::add_step(int rank,
                              std::to_string(step) + " of a " + std::to_string(steps_) +
                              "-step job");
   }
+  if (resumed_from_ && step <= *resumed_from_) {
+    throw std::runtime_error("rank " + std::to_string(rank) + " reported step " +
+                             std::to_string(step) + ", but the run resumed from step " +
+                             std::to_string(*resumed_from_));
+  }
   std::vector<RankStep>& mine_so_far = per_rank_.at(rank);
   if (!mine_so_far.empty() && mine_so_far.back().step >= step) {
     throw std::runtime_error("rank " + std::to_string(rank) + " reported step " +
@@ -55,6 +60,27 @@ std::optional<StepSummary> ProgressTracker::add_step(int rank,
   s.tokens_per_s = s.step_s > 0 ? s.tokens / s.step_s : 0;
   done_.push_back(s);
   return s;
+}
+
+void ProgressTracker::add_start(int rank, std::optional<int64_t> resumed_from) {
+  auto text = [](std::optional<int64_t> step) {
+    return step ? "resumed from step " + std::to_string(*step) : std::string("started afresh");
+  };
+  if (resumed_from && (*resumed_from < 0 || *resumed_from > steps_)) {
+    throw std::runtime_error("rank " + std::to_string(rank) + " resumed from step " +
+                             std::to_string(*resumed_from) + " of a " + std::to_string(steps_) +
+                             "-step job");
+  }
+  if (started_rank_ >= 0) {
+    if (resumed_from != resumed_from_) {
+      throw std::runtime_error("rank " + std::to_string(rank) + " " + text(resumed_from) +
+                               ", rank " + std::to_string(started_rank_) + " " +
+                               text(resumed_from_));
+    }
+    return;
+  }
+  started_rank_ = rank;
+  resumed_from_ = resumed_from;
 }
 
 std::optional<double> ProgressTracker::eta_s() const {

@@ -9,6 +9,7 @@
 
 #include "noderuntime/launcher/svg_chart.h"
 #include "noderuntime/launcher/text_format.h"
+#include "placement/atomic_file.h"
 #include "placement/placement.h"
 
 namespace tessel::launcher {
@@ -21,9 +22,7 @@ std::string seconds(double s) {
 }
 
 std::string status_line(const LocalJob& job, const LocalRunResult& r) {
-  const int64_t done = r.steps.empty() ? 0 : r.steps.back().step;
-  const std::string progress = printf_text(
-      "%lld of %d steps in %.1f s", static_cast<long long>(done), job.training.steps, r.wall_s);
+  const std::string progress = steps_done_text(job, r);
   switch (r.status) {
     case RunStatus::kDone:
       return "**done**: " + progress;
@@ -166,8 +165,13 @@ void loss_section(std::ostream& o, const LocalRunResult& r) {
   }
   const double last = final_loss(r.steps);
   o << "![loss curve](loss.svg)\n\n"
+    << (r.resumed_from ? printf_text("Resumed from the checkpoint of step %lld: step %lld, the "
+                                     "first of this run, ",
+                                     static_cast<long long>(*r.resumed_from),
+                                     static_cast<long long>(r.steps.front().step))
+                       : std::string("First step "))
     << printf_text(
-           "First step %.4f, final %.4f (mean of the last steps); the unigram entropy of the "
+           "%.4f, final %.4f (mean of the last steps); the unigram entropy of the "
            "data is %.4f nats, so the final loss is %.0f%% of it: %s.\n\n",
            r.steps.front().loss, last, r.unigram_entropy, 100 * last / r.unigram_entropy,
            last < r.unigram_entropy ? "the model uses context the byte frequencies alone miss"
@@ -191,13 +195,27 @@ void files_section(std::ostream& o, const LocalRunResult& r) {
 }
 
 void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) throw std::runtime_error(path.string() + ": cannot write");
+  placement::write_file_atomically(path.string(), text);
 }
 
 }  // namespace
+
+std::string steps_done_text(const LocalJob& job, const LocalRunResult& r) {
+  const long long run = static_cast<long long>(r.steps.size());
+  if (!r.resumed_from) {
+    const long long last = r.steps.empty() ? 0 : static_cast<long long>(r.steps.back().step);
+    return printf_text("%lld of %d steps in %.1f s", last, job.training.steps, r.wall_s);
+  }
+  const long long from = static_cast<long long>(*r.resumed_from);
+  if (r.steps.empty()) {
+    return printf_text("0 steps run (%lld left of %d), resumed from step %lld, in %.1f s",
+                       job.training.steps - from, job.training.steps, from, r.wall_s);
+  }
+  return printf_text("%lld step%s run (%lld to %lld of %d), resumed from step %lld, in %.1f s", run,
+                     run == 1 ? "" : "s", static_cast<long long>(r.steps.front().step),
+                     static_cast<long long>(r.steps.back().step), job.training.steps, from,
+                     r.wall_s);
+}
 
 double final_loss(const std::vector<StepSummary>& steps) {
   if (steps.empty()) return 0;

@@ -13,6 +13,10 @@ namespace tessel::launcher {
 // The loss at the end of the run: the mean over its last tenth of steps (1 to 10 steps).
 double final_loss(const std::vector<StepSummary>& steps);
 
+// What the run did, for the report's status line and the launcher's last line: "3 of 3 steps
+// in 4.2 s"; resumed: "32 steps run (29 to 60 of 60), resumed from step 28, in 12.3 s".
+std::string steps_done_text(const LocalJob& job, const LocalRunResult& result);
+
 // Writes report.md and, when there are steps, loss.svg into result.output_dir. Throws
 // std::runtime_error naming a file that cannot be written.
 void write_report(const LocalJob& job, const LocalRunResult& result);

@@ -24,11 +24,13 @@ struct RankRecord {
 
 struct LocalRunResult {
   RunStatus status = RunStatus::kDone;
-  int exit_code = 0;    // of `tessel local`: 0, 1 (failed), 128 + signal (stopped)
-  std::string message;  // why it failed or stopped; empty when done
-  double wall_s = 0;    // from starting the processes to the last one ending
-  LocalPlan plan;       // its topology: what was planned, emulated and predicted on
-  std::vector<StepSummary> steps;
+  int exit_code = 0;               // of `tessel local`: 0, 1 (failed, or its report not written),
+                                   // 128 + signal (stopped)
+  std::string message;             // why it failed or stopped; empty when done
+  double wall_s = 0;               // from starting the processes to the last one ending
+  LocalPlan plan;                  // its topology: what was planned, emulated and predicted on
+  std::vector<StepSummary> steps;  // the steps this run completed, in order
+  std::optional<int64_t> resumed_from;  // the checkpoint step it resumed from
   std::vector<RankRecord> ranks;
   std::optional<double> measured_iteration_s;  // median step time, the first step left out
   double unigram_entropy = 0;                  // nats, of the training data's bytes
@@ -37,6 +39,9 @@ struct LocalRunResult {
   std::string simulate_command;  // reproduces the prediction
   bool trace_written = false;
   std::vector<std::string> trace_missing;  // ranks' trace files that were not there
+  // Why report.md, loss.svg or trace.json could not be written (the run's own outcome stays in
+  // status and message); empty when they were.
+  std::string report_error;
 };
 
 }  // namespace tessel::launcher

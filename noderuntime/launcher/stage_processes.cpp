@@ -14,11 +14,6 @@
 namespace tessel::launcher {
 namespace {
 
-std::string signal_text(int signal) {
-  const char* abbreviation = sigabbrev_np(signal);
-  return abbreviation ? "SIG" + std::string(abbreviation) : "signal " + std::to_string(signal);
-}
-
 // In the child: reports errno on the status pipe and exits.
 [[noreturn]] void child_failed(int status_fd) {
   const int error = errno;
@@ -55,8 +50,13 @@ std::string signal_text(int signal) {
 
 }  // namespace
 
+std::string signal_name(int signal) {
+  const char* abbreviation = sigabbrev_np(signal);
+  return abbreviation ? "SIG" + std::string(abbreviation) : "signal " + std::to_string(signal);
+}
+
 std::string StageExit::describe() const {
-  return signaled ? "was killed by " + signal_text(code)
+  return signaled ? "was killed by " + signal_name(code)
                   : "exited with status " + std::to_string(code);
 }
 
@@ -118,13 +118,21 @@ void StageProcesses::start(const std::string& binary, const std::string& job_pat
 std::vector<int> StageProcesses::reap() {
   std::vector<int> ended;
   for (StageChild& child : children_) {
-    if (child.pid <= 0 || child.exit) continue;
-    int status = 0;
-    const pid_t done = waitpid(child.pid, &status, WNOHANG);
-    if (done != child.pid) continue;
-    child.exit = WIFSIGNALED(status) ? StageExit{true, WTERMSIG(status)}
-                                     : StageExit{false, WEXITSTATUS(status)};
-    ended.push_back(child.rank);
+    // Every change of state it has had since the last call: stopped, continued, ended.
+    while (child.pid > 0 && !child.exit) {
+      int status = 0;
+      const pid_t done = waitpid(child.pid, &status, WNOHANG | WUNTRACED | WCONTINUED);
+      if (done != child.pid) break;
+      if (WIFSTOPPED(status)) {
+        child.stopped_by = WSTOPSIG(status);
+      } else if (WIFCONTINUED(status)) {
+        child.stopped_by.reset();
+      } else {
+        child.exit = WIFSIGNALED(status) ? StageExit{true, WTERMSIG(status)}
+                                         : StageExit{false, WEXITSTATUS(status)};
+        ended.push_back(child.rank);
+      }
+    }
   }
   return ended;
 }
@@ -133,6 +141,11 @@ void StageProcesses::signal_running(int signal) {
   for (const StageChild& child : children_) {
     if (child.pid > 0 && !child.exit) kill(child.pid, signal);  // a zombie keeps its pid
   }
+}
+
+void StageProcesses::signal_rank(int rank, int signal) {
+  const StageChild& child = children_.at(static_cast<size_t>(rank));
+  if (child.pid > 0 && !child.exit) kill(child.pid, signal);
 }
 
 bool StageProcesses::all_reaped() const {

@@ -22,12 +22,16 @@ struct StageExit {
   std::string describe() const;  // "exited with status 1", "was killed by SIGKILL"
 };
 
+// "SIGKILL", or "signal 70" for one without a name.
+std::string signal_name(int signal);
+
 struct StageChild {
   int rank = 0;
   std::string label;  // "stage 1 replica 0"
   pid_t pid = -1;
   std::string log_path;
   std::optional<StageExit> exit;
+  std::optional<int> stopped_by;  // the signal that stopped it (SIGSTOP...) until it continues
 };
 
 class StageProcesses {
@@ -40,10 +44,13 @@ class StageProcesses {
   StageProcesses(const StageProcesses&) = delete;
   StageProcesses& operator=(const StageProcesses&) = delete;
 
-  // Collects the processes that have ended (without blocking); returns their ranks.
+  // Collects the processes that have ended (without blocking); returns their ranks. Also notes
+  // which are stopped by a signal (StageChild::stopped_by) and which continued.
   std::vector<int> reap();
   // Sends the signal to every process not yet reaped.
   void signal_running(int signal);
+  // Sends the signal to one rank's process, when it has not been reaped.
+  void signal_rank(int rank, int signal);
   bool all_reaped() const;
   const std::vector<StageChild>& children() const { return children_; }
 

@@ -8,6 +8,8 @@
 #include <optional>
 #include <vector>
 
+#include "noderuntime/launcher/blame.h"
+
 namespace tessel::launcher {
 namespace {
 
@@ -22,7 +24,10 @@ class Supervisor {
         signals_(signals),
         tracker_(tracker),
         options_(options),
-        errors_(processes.children().size()) {}
+        errors_(processes.children().size()),
+        killed_(processes.children().size(), false),
+        unresponsive_(processes.children().size(), false),
+        order_(processes.children().size(), -1) {}
 
   SupervisedRun run() {
     const Clock::time_point start = Clock::now();
@@ -36,8 +41,12 @@ class Supervisor {
       // arrived before it was reaped.
       take_events();
       on_ended(processes_.reap());
-      if (stopping_ && !killed_ && Clock::now() >= kill_at_) {
+      if (stopping_) kill_stopped();
+      if (stopping_ && !killed_all_ && Clock::now() >= kill_at_) {
         note("the stage processes did not stop within the grace period: killing them");
+        for (const StageChild& child : processes_.children()) {
+          if (!child.exit) unresponsive_[child.rank] = true;
+        }
         kill_all();
       }
     }
@@ -77,6 +86,11 @@ class Supervisor {
     try {
       if (event.has_step()) {
         if (const auto summary = tracker_.add_step(rank, event.step())) show(*summary);
+      } else if (event.has_started()) {
+        const pb::Started& started = event.started();
+        tracker_.add_start(rank, started.has_resumed_from()
+                                     ? std::optional<int64_t>(started.resumed_from())
+                                     : std::nullopt);
       } else if (event.has_error()) {
         errors_[rank] = event.error().message();
       }
@@ -90,7 +104,7 @@ class Supervisor {
       user_signal_ = signal;
       note("stopping: every stage process finishes its step, then exits (again to kill them)");
       stop();
-    } else if (!killed_) {
+    } else if (!killed_all_) {
       note("killing the stage processes");
       kill_all();
     }
@@ -99,9 +113,10 @@ class Supervisor {
   void on_ended(const std::vector<int>& ranks) {
     for (int rank : ranks) {
       const StageExit& exit = *processes_.children()[rank].exit;
-      if (exit.ok() || (stopping_ && stopped_by_us(exit))) continue;
+      if (exit.ok() || (stopping_ && stopped_by_us(rank, exit))) continue;
       // Not necessarily the one at fault: a killed process can be reaped after the peer that
       // saw its connection close (blame() sorts it out).
+      order_[rank] = static_cast<int>(ended_badly_.size());
       ended_badly_.push_back(rank);
       if (!stopping_) failed_.push_back(rank);
     }
@@ -122,51 +137,57 @@ class Supervisor {
     kill_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                   std::chrono::duration<double>(options_.grace_s));
     processes_.signal_running(SIGTERM);
+    kill_stopped();
+  }
+
+  // A process stopped by a signal (SIGSTOP) cannot act on SIGTERM until it continues, and its
+  // peers are going: it is killed at once rather than after the grace period.
+  void kill_stopped() {
+    for (const StageChild& child : processes_.children()) {
+      if (child.exit || !child.stopped_by || killed_[child.rank]) continue;
+      note(label(child.rank) + " is stopped by " + signal_name(*child.stopped_by) +
+           " and cannot stop by itself: killing it");
+      killed_[child.rank] = true;
+      processes_.signal_rank(child.rank, SIGKILL);
+    }
   }
 
   void kill_all() {
-    killed_ = true;
+    killed_all_ = true;
+    for (const StageChild& child : processes_.children()) {
+      if (!child.exit) killed_[child.rank] = true;
+    }
     processes_.signal_running(SIGKILL);
   }
 
   // How a process ends when the launcher stops it: its stop handler's status after SIGTERM,
   // or killed by SIGTERM (a second one) or by the launcher's SIGKILL.
-  bool stopped_by_us(const StageExit& exit) const {
+  bool stopped_by_us(int rank, const StageExit& exit) const {
     if (!exit.signaled) return exit.code == 128 + SIGTERM;
-    return exit.code == SIGTERM || (exit.code == SIGKILL && killed_);
+    return exit.code == SIGTERM || (exit.code == SIGKILL && killed_[rank]);
   }
 
-  // The process at fault among those that ended badly other than by the launcher's signals.
+  // The process at fault (blame.h).
   std::string blame() const {
-    const auto& children = processes_.children();
-    auto names_another = [&](int rank) {
-      for (const StageChild& other : children) {
-        if (other.rank != rank && errors_[rank]->find(other.label) != std::string::npos) {
-          return true;
-        }
-      }
-      return false;
-    };
-    std::optional<int> chosen;
-    for (auto test : std::initializer_list<std::function<bool(int)>>{
-             [&](int r) { return children[r].exit->signaled; },
-             [&](int r) { return !errors_[r].has_value(); },
-             [&](int r) { return !names_another(r); }, [](int) { return true; }}) {
-      for (int rank : ended_badly_) {
-        if (test(rank)) {
-          chosen = rank;
-          break;
-        }
-      }
-      if (chosen) break;
+    std::vector<RankEnd> ends;
+    for (const StageChild& child : processes_.children()) {
+      RankEnd end;
+      end.rank = child.rank;
+      end.label = child.label;
+      end.pid = child.pid;
+      end.log_path = child.log_path;
+      end.exit = child.exit;
+      end.order = order_[child.rank];
+      end.ended_badly = end.order >= 0;
+      end.error = errors_[child.rank];
+      // A process that failed before it could report (or whose report was lost) still said
+      // why on its standard error.
+      if (!end.error && end.ended_badly) end.error = error_line_of_log(child.log_path);
+      end.stopped_by = child.stopped_by;
+      end.unresponsive = unresponsive_[child.rank];
+      ends.push_back(std::move(end));
     }
-    const StageChild& child = children[*chosen];
-    std::string message =
-        label(*chosen) + " (pid " + std::to_string(child.pid) + ") " + child.exit->describe();
-    if (errors_[*chosen]) message += ": " + *errors_[*chosen];
-    const int others = static_cast<int>(children.size()) - 1;
-    if (others > 0) message += "; the other " + std::to_string(others) + " stopped";
-    return message + " (log: " + child.log_path + ")";
+    return assign_blame(ends).message;
   }
 
   std::string label(int rank) const {
@@ -203,12 +224,15 @@ class Supervisor {
   ProgressTracker& tracker_;
   const SupervisorOptions& options_;
   std::vector<std::optional<std::string>> errors_;  // per rank, its error event's message
-  std::vector<int> failed_;       // ranks that ended badly before anyone was stopped
+  std::vector<bool> killed_;                        // per rank, the launcher sent it SIGKILL
+  std::vector<bool> unresponsive_;  // per rank, it did not stop within the grace period
+  std::vector<int> order_;          // per rank, its place in ended_badly_, or -1
+  std::vector<int> failed_;         // ranks that ended badly before anyone was stopped
   std::vector<int> ended_badly_;  // ranks that ended badly, not by the launcher's signals, in order
   std::string failure_;           // a failure of the launcher's own (an event it cannot use)
   int user_signal_ = 0;
   bool stopping_ = false;
-  bool killed_ = false;
+  bool killed_all_ = false;
   bool line_open_ = false;
   Clock::time_point kill_at_;
 };

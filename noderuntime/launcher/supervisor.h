@@ -3,10 +3,11 @@
 // them all when the user asks (SIGINT/SIGTERM) or when one of them fails, and says which one was at
 // fault.
 //
-// The process at fault: among those that ended badly other than by the launcher's own
-// signals, one killed by a signal first, then one that exited without an error line, then one
-// whose error does not name another rank's tasklet (the others fail because it is gone), then
-// the first seen. (An error event is how a process says what went wrong.)
+// The process at fault is chosen by assign_blame (blame.h): one killed by a signal the
+// launcher did not send, one that failed without saying why, one whose error is its own, then
+// the one its peers timed out on (it stopped answering). A process that has no error event is
+// judged by the error line of its log. A process stopped by a signal (SIGSTOP) when the job is
+// being stopped is killed at once: it cannot act on SIGTERM.
 #pragma once
 
 #include <cstdio>

@@ -1,0 +1,181 @@
+// `tessel local` through the real binaries when a stage process fails or a run resumes: the
+// error names the tasklet at fault (the one that stopped answering, the one whose own state is
+// bad), not the first neighbour that noticed; a resumed run reports the steps it ran and the
+// step it resumed from; resuming a run that already holds its last step does nothing and
+// leaves the previous report as it was. No test leaves a process behind.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "launcher_process.h"
+
+namespace tessel::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using testing::LauncherProcess;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The tiny 2 x 2 job with a short I/O timeout, or with a checkpoint after every step.
+std::string job_with(int steps, const std::string& extra) {
+  std::string text = testing::tiny_job_yaml(steps);
+  const std::string timeouts = "timeouts: {connect_s: 30, io_s: 30}\n";
+  text.replace(text.find(timeouts), timeouts.size(), extra);
+  return text;
+}
+
+class LocalRunFailure : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("tessel-local-failure-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write_job(const std::string& text) const {
+    std::ofstream(dir_ / "job.yaml") << text;
+    return (dir_ / "job.yaml").string();
+  }
+  std::string out() const { return (dir_ / "out").string(); }
+  std::string report() const { return read_text(dir_ / "out" / "report.md"); }
+
+  static std::vector<std::pair<pid_t, int>> four_children(pid_t launcher) {
+    for (auto deadline = std::chrono::steady_clock::now() + 30s;
+         std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
+      const auto children = testing::stage_children(launcher);
+      if (children.size() == 4) return children;
+    }
+    return {};
+  }
+
+  static void expect_all_gone(const std::vector<std::pair<pid_t, int>>& children) {
+    for (const auto& [pid, rank] : children) {
+      auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (testing::process_running(pid) && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(20ms);
+      }
+      EXPECT_FALSE(testing::process_running(pid))
+          << "rank " << rank << " (pid " << pid << ") outlived the launcher";
+    }
+  }
+
+  // Runs `tessel local job.yaml --output out [extra...]` to its end; returns its exit status.
+  int run(const std::string& job, std::vector<std::string> extra, std::string* output) {
+    std::vector<std::string> args = {"local", job, "--output", out()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    LauncherProcess launcher(args);
+    const int status = launcher.finish(180s);
+    *output = launcher.output();
+    return status;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(LocalRunFailure, StoppedRankIsBlamedNotThePeersThatTimedOutOnIt) {
+  // io_s 5: the peers of a stopped rank give up on it after 5 s.
+  LauncherProcess launcher({"local",
+                            write_job(job_with(100000, "timeouts: {connect_s: 30, io_s: 5}\n")),
+                            "--output", out(), "--grace", "120"});
+  ASSERT_TRUE(launcher.wait_for_line("step 2/", 120s)) << launcher.output();
+  const auto children = four_children(launcher.pid());
+  ASSERT_EQ(children.size(), 4u);
+  pid_t victim = -1;
+  for (const auto& [pid, rank] : children) {
+    if (rank == 1) victim = pid;
+  }
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(kill(victim, SIGSTOP), 0);
+  // Well inside the 120 s grace: the stopped process is killed at once, not waited for.
+  EXPECT_EQ(launcher.finish(90s), 1) << launcher.output();
+  const std::string blamed =
+      "error: stage 1 replica 0 (rank 1) (pid " + std::to_string(victim) + ") stopped answering: ";
+  EXPECT_NE(launcher.output().find(blamed), std::string::npos) << launcher.output();
+  EXPECT_NE(launcher.output().find("timed out waiting for it (rank "), std::string::npos)
+      << launcher.output();
+  EXPECT_NE(launcher.output().find(": no data for 5 s); it was stopped by SIGSTOP"),
+            std::string::npos)
+      << launcher.output();
+  EXPECT_NE(launcher.output().find("stage 1 replica 0 (rank 1) is stopped by SIGSTOP and cannot "
+                                   "stop by itself: killing it"),
+            std::string::npos)
+      << launcher.output();
+  expect_all_gone(children);
+  EXPECT_NE(report().find("**failed**: stage 1 replica 0 (rank 1) (pid " + std::to_string(victim) +
+                          ") stopped answering: "),
+            std::string::npos)
+      << report();
+}
+
+TEST_F(LocalRunFailure, RankWithABadCheckpointIsBlamedNotTheNeighbourThatSawItGo) {
+  const std::string job = write_job(job_with(
+      2, "timeouts: {connect_s: 30, io_s: 30}\ncheckpoint: {interval: 1, resume: true}\n"));
+  std::string output;
+  ASSERT_EQ(run(job, {}, &output), 0) << output;
+  // Rank 1's file of the newest checkpoint loses its second half.
+  const fs::path file = dir_ / "out" / "checkpoints" / "step-00000002" / "rank-00001.safetensors";
+  ASSERT_TRUE(fs::exists(file));
+  fs::resize_file(file, fs::file_size(file) / 2);
+  EXPECT_EQ(run(job, {"--steps", "4"}, &output), 1) << output;
+  EXPECT_NE(output.find("error: stage 1 replica 0 (rank 1) (pid "), std::string::npos) << output;
+  EXPECT_NE(output.find("exited with status 1: "), std::string::npos) << output;
+  const size_t error = output.find("error: stage 1 replica 0 (rank 1)");
+  ASSERT_NE(error, std::string::npos);
+  EXPECT_NE(output.find("rank-00001.safetensors", error), std::string::npos) << output;
+  EXPECT_NE(report().find("**failed**: stage 1 replica 0 (rank 1)"), std::string::npos) << report();
+}
+
+TEST_F(LocalRunFailure, ResumedRunReportsTheStepsItRanAndPastTheEndLeavesTheReportAlone) {
+  const std::string job = write_job(job_with(
+      3, "timeouts: {connect_s: 30, io_s: 30}\ncheckpoint: {interval: 1, resume: true}\n"));
+  std::string output;
+  ASSERT_EQ(run(job, {}, &output), 0) << output;
+  EXPECT_NE(output.find("tessel local: done: 3 of 3 steps in "), std::string::npos) << output;
+  EXPECT_NE(report().find("**done**: 3 of 3 steps in "), std::string::npos) << report();
+
+  // Two more steps: the run resumes from step 3 and says it ran 2.
+  ASSERT_EQ(run(job, {"--steps", "5"}, &output), 0) << output;
+  EXPECT_NE(output.find(", steps 4 to 5 (resuming from the checkpoint of step 3); output "),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("step 4/5  loss "), std::string::npos) << output;
+  EXPECT_EQ(output.find("step 3/5  loss "), std::string::npos) << output;
+  EXPECT_NE(output.find("tessel local: done: 2 steps run (4 to 5 of 5), resumed from step 3, in "),
+            std::string::npos)
+      << output;
+  const std::string resumed = report();
+  EXPECT_NE(resumed.find("**done**: 2 steps run (4 to 5 of 5), resumed from step 3, in "),
+            std::string::npos)
+      << resumed;
+  EXPECT_NE(resumed.find("Resumed from the checkpoint of step 3: step 4, the first of this run, "),
+            std::string::npos)
+      << resumed;
+  const std::string svg = read_text(dir_ / "out" / "loss.svg");
+  const std::string job_json = read_text(dir_ / "out" / "job.json");
+
+  // The checkpoint holds step 5: --steps 5 (or fewer) has nothing to do.
+  for (const char* steps : {"5", "4"}) {
+    EXPECT_EQ(run(job, {"--steps", steps}, &output), 1) << output;
+    EXPECT_NE(output.find("nothing to do: checkpoint.resume is set and the newest checkpoint in " +
+                          out() + "/checkpoints is at step 5, at or past the job's last step " +
+                          "(training.steps, or --steps: " + steps + ")"),
+              std::string::npos)
+        << output;
+    EXPECT_NE(output.find(out() + "/report.md is left as it was"), std::string::npos) << output;
+    EXPECT_EQ(report(), resumed);
+    EXPECT_EQ(read_text(dir_ / "out" / "loss.svg"), svg);
+    EXPECT_EQ(read_text(dir_ / "out" / "job.json"), job_json);
+  }
+}
+
+}  // namespace
+}  // namespace tessel::launcher
