@@ -498,13 +498,14 @@ void prune_checkpoints(const std::string& dir, int64_t current, const Checkpoint
     throw CheckpointError(dir + ": keep is " + std::to_string(pruning.keep) +
                           ", at least 1 checkpoint must be kept");
   }
-  std::vector<int64_t> older;
+  std::vector<int64_t> older;  // ascending
   for (int64_t step : step_folders(dir)) {
-    if (step < current && step != pruning.protect) older.push_back(step);
+    if (step < current) older.push_back(step);
   }
   const size_t keep_older = static_cast<size_t>(pruning.keep - 1);
   if (older.size() <= keep_older) return;
-  older.resize(older.size() - keep_older);  // ascending: the oldest go
+  older.resize(older.size() - keep_older);  // the oldest go, but never the protected step
+  std::erase(older, pruning.protect.value_or(-1));
   for (int64_t step : older) {
     const std::string folder = checkpoint_step_dir(dir, step);
     std::error_code error;

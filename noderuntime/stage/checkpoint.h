@@ -69,7 +69,8 @@ std::string checkpoint_step_manifest(const std::string& dir, int64_t step);
 struct CheckpointPruning {
   // Step folders kept: the new one and the keep - 1 newest older ones (at least 1).
   int keep = kDefaultCheckpointKeep;
-  // A step that is never pruned (the one this run resumed from), kept besides those.
+  // A step that is never pruned (the one this run resumed from): kept besides those when it is
+  // older.
   std::optional<int64_t> protect;
 };
 
