@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "noderuntime/launcher/launcher.h"
 
 namespace tessel::cli {
@@ -41,12 +42,12 @@ void add_local_command(CLI::App& app) {
                   "Use this placement (`tessel plan --format json`) instead of planning")
       ->check(CLI::ExistingFile);
   sub->add_option("--steps", cmd->steps, "Train this many steps (default: the job's)")
-      ->check(CLI::PositiveNumber);
+      ->check(count_in(1, placement::kMaxSteps));
   sub->add_flag("--trace", cmd->options.trace,
                 "Write trace.json: every rank's timeline (open in ui.perfetto.dev)");
   sub->add_option("--grace", cmd->options.grace_s,
                   "Seconds the stage processes get to stop before they are killed (default 30)")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, placement::kMaxGraceSeconds, true, "s"));
   sub->add_option("--stage-binary", cmd->options.stage_binary,
                   "The tessel-stage executable (default: $TESSEL_STAGE_BINARY, else next to "
                   "tessel)");

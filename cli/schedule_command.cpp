@@ -6,7 +6,9 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "placement/atomic_file.h"
+#include "placement/limits.h"
 #include "placement/schedule.h"
 #include "placement/simulator.h"
 #include "placement/timeline_svg.h"
@@ -27,6 +29,17 @@ struct ScheduleCommand {
   void run() {
     spec.kind = parse_schedule_kind(kind);
     if (spec.kind != ScheduleKind::Interleaved) spec.chunks = 1;
+    // Each flag is bounded by its validator; their product bounds the lists' memory.
+    const int64_t cells = int64_t{spec.stages} * spec.micro_batches * spec.chunks;
+    if (cells > kMaxScheduleCells) {
+      throw std::invalid_argument(
+          "--stages " + std::to_string(spec.stages) + " x --micro-batches " +
+          std::to_string(spec.micro_batches) + " x --chunks " + std::to_string(spec.chunks) +
+          " = " + std::to_string(cells) + " (rank, micro-batch, chunk) cells, more than the " +
+          "limit of " + std::to_string(kMaxScheduleCells) + " (about " +
+          format_bytes(double(kMaxScheduleCells * kScheduleBytesPerCell)) +
+          " of instruction lists)");
+    }
     const auto lists = generate_schedule(spec);  // validates the spec
     if (!quiet) {
       for (size_t r = 0; r < lists.size(); ++r) {
@@ -73,18 +86,19 @@ void add_schedule_command(CLI::App& app) {
       "schedule", "Print a pipeline schedule's instruction lists, check them, draw an iteration");
   sub->add_option("--kind", cmd->kind, "gpipe, 1f1b or interleaved")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
-  sub->add_option("--stages", cmd->spec.stages, "Pipeline ranks p")->check(CLI::PositiveNumber);
+  sub->add_option("--stages", cmd->spec.stages, "Pipeline ranks p")
+      ->check(count_in(1, kMaxStages, "every stage needs a layer; the layer limit"));
   sub->add_option("--micro-batches", cmd->spec.micro_batches, "Micro-batches per iteration m")
-      ->check(CLI::PositiveNumber);
+      ->check(count_in(1, kMaxMicroBatches));
   sub->add_option("--chunks", cmd->spec.chunks, "Model chunks per rank v (interleaved)")
-      ->check(CLI::PositiveNumber);
+      ->check(count_in(1, kMaxChunks));
   sub->add_option("--microbatch-group", cmd->spec.microbatch_group,
                   "Interleaved: micro-batches per chunk before switching (0: p)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(count_in(0, kMaxMicroBatches, "0: p"));
   sub->add_option("--forward-ms", cmd->forward_ms, "Forward time per micro-batch and stage")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, kMaxComputeMs, true, "ms"));
   sub->add_option("--backward-ms", cmd->backward_ms, "Backward time per micro-batch and stage")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(0, kMaxComputeMs, true, "ms"));
   sub->add_flag("--quiet", cmd->quiet, "Leave out the instruction lists");
   sub->add_option("--svg", cmd->svg_file, "Draw one iteration as an SVG timeline");
   sub->callback([cmd] { cmd->run(); });

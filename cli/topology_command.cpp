@@ -4,7 +4,9 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/validators.h"
 #include "placement/atomic_file.h"
+#include "placement/limits.h"
 #include "placement/topology_generate.h"
 
 namespace tessel::cli {
@@ -35,20 +37,25 @@ void add_topology_command(CLI::App& app) {
   topo->require_subcommand(1);
   auto cmd = std::make_shared<GenerateCommand>();
   CLI::App* gen = topo->add_subcommand("generate", "Generate a synthetic geo-distributed topology");
-  gen->add_option("--devices", cmd->spec.devices, "GPUs in all")->check(CLI::PositiveNumber);
+  gen->add_option("--devices", cmd->spec.devices, "GPUs in all")
+      ->check(count_in(1, kMaxDevices, "the topology device limit"));
   gen->add_option("--sites", cmd->spec.sites, "Sites (regions) the GPUs are spread over")
-      ->check(CLI::PositiveNumber);
-  gen->add_option("--seed", cmd->spec.seed, "Random seed: the same seed gives the same topology");
+      ->check(count_in(1, kMaxSites, "the topology site limit"));
+  gen->add_option("--seed", cmd->spec.seed, "Random seed: the same seed gives the same topology")
+      ->check(seed_value());
+  // A link's physical bounds: 1 kbit/s to 100 Tbit/s, 0 to one minute.
+  const CLI::Validator bandwidth =
+      number_in(kMinBandwidthGbps, kMaxBandwidthGbps, false, "Gbit/s (1 kbit/s to 100 Tbit/s)");
   gen->add_option("--min-bandwidth", cmd->spec.min_bandwidth_gbps, "Slowest inter-site Gbit/s")
-      ->check(CLI::PositiveNumber);
+      ->check(bandwidth);
   gen->add_option("--max-bandwidth", cmd->spec.max_bandwidth_gbps, "Fastest inter-site Gbit/s")
-      ->check(CLI::PositiveNumber);
+      ->check(bandwidth);
   gen->add_option("--intra-site-bandwidth", cmd->spec.intra_site_bandwidth_gbps,
                   "Gbit/s between GPUs of one site")
-      ->check(CLI::PositiveNumber);
+      ->check(bandwidth);
   gen->add_option("--intra-site-latency", cmd->spec.intra_site_latency_ms,
                   "ms between GPUs of one site")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, kMaxLatencyMs, false, "ms (0 to one minute)"));
   gen->add_flag("--single-gpu-model", cmd->single_gpu_model, "All GPUs of one model (no mix)");
   gen->add_option("--output", cmd->output, "Write to this file instead of standard output");
   gen->callback([cmd] { cmd->run(); });

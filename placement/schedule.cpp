@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "placement/limits.h"
+
 namespace tessel::placement {
 
 const char* to_string(ScheduleKind kind) {
@@ -86,6 +88,31 @@ void validate_schedule_spec(const ScheduleSpec& spec) {
   auto fail = [&](const std::string& why) { throw std::invalid_argument(name + ": " + why); };
   if (spec.stages < 1) fail("needs at least 1 stage");
   if (spec.micro_batches < 1) fail("needs at least 1 micro-batch");
+  if (spec.chunks < 1) fail("chunks (v) must be >= 1, got " + std::to_string(spec.chunks));
+  // Bounds before any arithmetic on them: the lists and the replay take memory in proportion
+  // to p x m x v.
+  if (spec.stages > kMaxStages) {
+    fail("stages (p) must be at most " + std::to_string(kMaxStages) + ", got " +
+         std::to_string(spec.stages));
+  }
+  if (spec.micro_batches > kMaxMicroBatches) {
+    fail("micro-batches (m) must be at most " + std::to_string(kMaxMicroBatches) + ", got " +
+         std::to_string(spec.micro_batches));
+  }
+  if (spec.chunks > kMaxChunks) {
+    fail("chunks (v) must be at most " + std::to_string(kMaxChunks) + ", got " +
+         std::to_string(spec.chunks));
+  }
+  const int64_t cells = int64_t{spec.stages} * spec.micro_batches * spec.chunks;  // < 2^51
+  if (cells > kMaxScheduleCells) {
+    fail("p x m x v = " + std::to_string(cells) + " (rank, micro-batch, chunk) cells, more than " +
+         "the limit of " + std::to_string(kMaxScheduleCells) + " (about " +
+         format_bytes(double(kMaxScheduleCells * kScheduleBytesPerCell)) + " of lists)");
+  }
+  if (const std::string shortfall = memory_shortfall(double(cells * kScheduleBytesPerCell));
+      !shortfall.empty()) {
+    fail("the instruction lists of " + std::to_string(cells) + " cells " + shortfall);
+  }
   if (spec.kind != ScheduleKind::Interleaved) {
     if (spec.chunks != 1) fail("chunks (v) must be 1; only the interleaved schedule uses v > 1");
     if (spec.microbatch_group != 0)

@@ -11,16 +11,14 @@
 #include <unordered_set>
 #include <utility>
 
+#include "placement/limits.h"
+
 namespace tessel::placement {
 namespace {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-std::string number(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
+std::string number(double value) { return number_text(value); }
 
 std::string indexed(const std::string& list, size_t i) {
   return list + "[" + std::to_string(i) + "]";
@@ -47,10 +45,21 @@ class Checker {
            "must be within [-" + number(bound) + ", " + number(bound) + "], got " + number(value));
     }
   }
-  // A link the cost models read: latency >= 0, bandwidth > 0.
+  // A finite value in [min, max], the unit and what the bounds mean named.
+  void within(double value, double min, double max, const std::string& path,
+              const std::string& unit) const {
+    if (!std::isfinite(value) || value < min || value > max) {
+      fail(path, "must be in [" + number(min) + ", " + number(max) + "] " + unit + ", got " +
+                     number(value));
+    }
+  }
+  // A link the cost models read: latency in [0, 1 min], bandwidth in [1 kbit/s, 100 Tbit/s].
   void link(const Link& l, const std::string& path) const {
     non_negative(l.latency_ms, path + ".latency_ms");
     positive(l.bandwidth_gbps, path + ".bandwidth_gbps");
+    within(l.latency_ms, 0, kMaxLatencyMs, path + ".latency_ms", "ms (0 to one minute)");
+    within(l.bandwidth_gbps, kMinBandwidthGbps, kMaxBandwidthGbps, path + ".bandwidth_gbps",
+           "Gbit/s (1 kbit/s to 100 Tbit/s)");
   }
 
  private:
@@ -65,8 +74,10 @@ void check_gpu_types(const std::vector<GpuType>& types, const Checker& check) {
     const std::string path = "gpu_types." + type.name;
     if (!seen.insert(type.name).second) check.fail(path, "defined twice");
     check.positive(type.peak_tflops, path + ".peak_tflops_fp16_tensor");
-    check.non_negative(type.peak_tflops_fp32, path + ".peak_tflops_fp32");
+    check.within(type.peak_tflops, 0, kMaxPeakTflops, path + ".peak_tflops_fp16_tensor", "TFLOP/s");
+    check.within(type.peak_tflops_fp32, 0, kMaxPeakTflops, path + ".peak_tflops_fp32", "TFLOP/s");
     check.positive(type.memory_gib, path + ".memory_gib");
+    check.within(type.memory_gib, 0, kMaxDeviceMemoryGib, path + ".memory_gib", "GiB");
   }
 }
 
@@ -81,7 +92,10 @@ std::unordered_map<std::string, int> check_sites(const std::vector<Site>& sites,
     if (!index.emplace(site.name, static_cast<int>(i)).second) {
       check.fail(path + ".name", "duplicate site " + quoted(site.name));
     }
-    if (site.gpus < 0) check.fail(path + ".gpus", "must be >= 0, got " + std::to_string(site.gpus));
+    if (site.gpus < 0 || site.gpus > kMaxDevices) {
+      check.fail(path + ".gpus", "must be in [0, " + std::to_string(kMaxDevices) + "], got " +
+                                     std::to_string(site.gpus));
+    }
     if (site.latitude) check.in_range(*site.latitude, 90, path + ".latitude");
     if (site.longitude) check.in_range(*site.longitude, 180, path + ".longitude");
   }
@@ -118,9 +132,9 @@ std::vector<int> check_devices(std::vector<Device>& devices, const Topology& top
     const GpuType* type = topology.gpu_type(device.gpu);
     if (type == nullptr) check.fail(path + ".gpu", "unknown gpu type " + quoted(device.gpu));
     // 0 means "not given": the device has its type's values.
-    check.non_negative(device.peak_tflops, path + ".peak_tflops");
+    check.within(device.peak_tflops, 0, kMaxPeakTflops, path + ".peak_tflops", "TFLOP/s");
     if (device.peak_tflops == 0) device.peak_tflops = type->peak_tflops;
-    check.non_negative(device.memory_gib, path + ".memory_gib");
+    check.within(device.memory_gib, 0, kMaxDeviceMemoryGib, path + ".memory_gib", "GiB");
     if (device.memory_gib == 0) device.memory_gib = type->memory_gib;
   }
   return site_of_device;
@@ -207,6 +221,28 @@ void check_device_pairs(const std::vector<DevicePair>& pairs, int device_count,
 
 void Topology::finalize(const std::string& source) {
   const Checker check(source);
+  // Counts first: everything below is sized by them.
+  if (devices.size() > static_cast<size_t>(kMaxDevices)) {
+    check.fail("devices", "lists " + std::to_string(devices.size()) + " devices, more than the " +
+                              "limit of " + std::to_string(kMaxDevices));
+  }
+  if (sites.size() > static_cast<size_t>(kMaxSites)) {
+    check.fail("sites", "lists " + std::to_string(sites.size()) +
+                            " sites, more than the limit of " + std::to_string(kMaxSites));
+  }
+  if (device_pairs.size() > static_cast<size_t>(kMaxDevicePairs)) {
+    check.fail("network.device_pairs", "lists " + std::to_string(device_pairs.size()) +
+                                           " pairs, more than the limit of " +
+                                           std::to_string(kMaxDevicePairs));
+  }
+  // The two N x N matrices of doubles, and the sites x sites table of links.
+  const double matrix_bytes =
+      2.0 * sizeof(double) * double(devices.size()) * double(devices.size()) +
+      sizeof(std::optional<Link>) * double(sites.size()) * double(sites.size());
+  if (const std::string shortfall = memory_shortfall(matrix_bytes); !shortfall.empty()) {
+    check.fail("devices", std::to_string(devices.size()) + " devices: the latency and bandwidth " +
+                              "matrices " + shortfall);
+  }
   check_gpu_types(gpu_types, check);
   const auto site_of_name = check_sites(sites, check);
   const std::vector<int> site_of_device = check_devices(devices, *this, site_of_name, check);

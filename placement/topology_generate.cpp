@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "placement/limits.h"
+
 namespace tessel::placement {
 namespace {
 
@@ -107,19 +109,31 @@ void require(bool ok, const char* field, const std::string& reason) {
 }
 
 void validate(const GeoTopologySpec& spec) {
-  require(spec.devices >= 1, "devices", "must be >= 1, got " + std::to_string(spec.devices));
-  require(spec.sites >= 1 && spec.sites <= spec.devices, "sites",
-          "must be in 1..devices (" + std::to_string(spec.devices) + "), got " +
+  require(
+      spec.devices >= 1 && spec.devices <= kMaxDevices, "devices",
+      "must be in [1, " + std::to_string(kMaxDevices) + "], got " + std::to_string(spec.devices));
+  require(spec.sites >= 1 && spec.sites <= std::min(spec.devices, kMaxSites), "sites",
+          "must be in [1, " + std::to_string(std::min(spec.devices, kMaxSites)) + "] (at most " +
+              "devices and at most " + std::to_string(kMaxSites) + "), got " +
               std::to_string(spec.sites));
-  const auto finite_positive = [](double v) { return std::isfinite(v) && v > 0; };
-  require(std::isfinite(spec.intra_site_latency_ms) && spec.intra_site_latency_ms >= 0,
-          "intra_site_latency_ms", "must be >= 0");
-  require(finite_positive(spec.intra_site_bandwidth_gbps), "intra_site_bandwidth_gbps",
-          "must be > 0");
-  require(finite_positive(spec.min_bandwidth_gbps), "min_bandwidth_gbps", "must be > 0");
-  require(finite_positive(spec.max_bandwidth_gbps), "max_bandwidth_gbps", "must be > 0");
+  const auto within = [](double value, double min, double max, const char* field,
+                         const char* unit) {
+    require(std::isfinite(value) && value >= min && value <= max, field,
+            "must be in [" + number_text(min) + ", " + number_text(max) + "] " + unit + ", got " +
+                number_text(value));
+  };
+  within(spec.intra_site_latency_ms, 0, kMaxLatencyMs, "intra_site_latency_ms",
+         "ms (0 to one minute)");
+  constexpr const char* kBandwidthUnit = "Gbit/s (1 kbit/s to 100 Tbit/s)";
+  within(spec.intra_site_bandwidth_gbps, kMinBandwidthGbps, kMaxBandwidthGbps,
+         "intra_site_bandwidth_gbps", kBandwidthUnit);
+  within(spec.min_bandwidth_gbps, kMinBandwidthGbps, kMaxBandwidthGbps, "min_bandwidth_gbps",
+         kBandwidthUnit);
+  within(spec.max_bandwidth_gbps, kMinBandwidthGbps, kMaxBandwidthGbps, "max_bandwidth_gbps",
+         kBandwidthUnit);
   require(spec.min_bandwidth_gbps <= spec.max_bandwidth_gbps, "min_bandwidth_gbps",
-          "must be <= max_bandwidth_gbps");
+          "must be <= max_bandwidth_gbps (" + number_text(spec.max_bandwidth_gbps) + "), got " +
+              number_text(spec.min_bandwidth_gbps));
 }
 
 // A seeded choice of the named regions first, then "site-NNN" drawn on land.

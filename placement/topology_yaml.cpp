@@ -16,6 +16,7 @@
 #include <string_view>
 #include <utility>
 
+#include "placement/limits.h"
 #include "placement/topology.h"
 
 namespace tessel::placement {
@@ -159,6 +160,10 @@ std::vector<GpuType> read_gpu_types(const Reader& in, const YAML::Node& types) {
 
 std::vector<Site> read_sites(const Reader& in, const YAML::Node& sites) {
   in.expect_list(sites, "sites");
+  if (sites.size() > static_cast<size_t>(kMaxSites)) {
+    in.fail("sites", "lists " + std::to_string(sites.size()) + " sites, more than the limit of " +
+                         std::to_string(kMaxSites));
+  }
   std::vector<Site> result;
   for (size_t i = 0; i < sites.size(); ++i) {
     const YAML::Node& fields = sites[i];
@@ -181,6 +186,10 @@ std::vector<Site> read_sites(const Reader& in, const YAML::Node& sites) {
 
 std::vector<Device> read_devices(const Reader& in, const YAML::Node& devices) {
   in.expect_list(devices, "devices");
+  if (devices.size() > static_cast<size_t>(kMaxDevices)) {
+    in.fail("devices", "lists " + std::to_string(devices.size()) +
+                           " devices, more than the limit of " + std::to_string(kMaxDevices));
+  }
   std::vector<Device> result;
   result.reserve(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -421,13 +430,10 @@ Topology parse_topology_yaml(const std::string& text, const std::string& source)
 }
 
 Topology load_topology_file(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw TopologyError(path + ": is a directory");
-  std::ifstream file(path);
-  if (!file) throw TopologyError(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) throw TopologyError(path + ": cannot read: " + std::strerror(errno));
-  return parse_topology_yaml(text.str(), path);
+  std::string error;
+  const std::optional<std::string> text = read_file_bounded(path, kMaxTopologyFileBytes, &error);
+  if (!text) throw TopologyError(path + ": " + error);
+  return parse_topology_yaml(*text, path);
 }
 
 std::string topology_to_yaml(const Topology& topology) {

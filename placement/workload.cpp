@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "placement/limits.h"
+
 namespace tessel::placement {
 
 const char* to_string(Precision p) {
@@ -27,19 +29,30 @@ void Workload::validate(const std::string& source) const {
   auto need = [&](bool ok, const char* field, const std::string& why) {
     if (!ok) throw WorkloadError(source + ": " + field + ": " + why);
   };
-  need(layers >= 1, "layers", "must be >= 1, got " + std::to_string(layers));
-  need(hidden >= 1, "hidden", "must be >= 1, got " + std::to_string(hidden));
-  need(heads >= 1, "heads", "must be >= 1, got " + std::to_string(heads));
+  // Each field in [min, max]; the upper bounds (placement/limits.h) keep every product of them
+  // that the cost models and the runtime form inside int64.
+  auto in_range = [&](int value, const char* field, int min, int max) {
+    if (value < min) {
+      need(false, field, "must be >= " + std::to_string(min) + ", got " + std::to_string(value));
+    }
+    need(value <= max, field,
+         "must be at most " + std::to_string(max) + ", got " + std::to_string(value));
+  };
+  in_range(layers, "layers", 1, kMaxLayers);
+  in_range(hidden, "hidden", 1, kMaxHidden);
+  in_range(heads, "heads", 1, kMaxHidden);
   need(hidden % heads == 0, "heads",
        "hidden (" + std::to_string(hidden) + ") must be a multiple of heads (" +
            std::to_string(heads) + ")");
   need(ffn_hidden >= 0, "ffn_hidden", "must be >= 0 (0 means 4 x hidden)");
-  need(seq_len >= 1, "seq_len", "must be >= 1, got " + std::to_string(seq_len));
-  need(vocab >= 1, "vocab", "must be >= 1, got " + std::to_string(vocab));
-  need(micro_batch >= 1, "micro_batch", "must be >= 1, got " + std::to_string(micro_batch));
+  in_range(ffn_hidden, "ffn_hidden", 0, kMaxFfnHidden);
+  in_range(seq_len, "seq_len", 1, kMaxSeqLen);
+  in_range(vocab, "vocab", 1, kMaxVocab);
+  in_range(micro_batch, "micro_batch", 1, kMaxMicroBatch);
   need(global_batch >= micro_batch, "global_batch",
        "must be >= micro_batch (" + std::to_string(micro_batch) + "), got " +
            std::to_string(global_batch));
+  in_range(global_batch, "global_batch", 1, kMaxGlobalBatch);
 }
 
 // Per layer of a GPT-2/3 block with biases, h = hidden, f = ffn:

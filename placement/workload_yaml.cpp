@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "placement/limits.h"
 #include "placement/workload.h"
 
 namespace tessel::placement {
@@ -145,11 +146,10 @@ Workload parse_workload_yaml(const std::string& text, const std::string& source)
 }
 
 Workload load_workload_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw WorkloadError(path + ": cannot open model file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_workload_yaml(ss.str(), path);
+  std::string error;
+  const std::optional<std::string> text = read_file_bounded(path, kMaxModelFileBytes, &error);
+  if (!text) throw WorkloadError(path + ": cannot read the model file: " + error);
+  return parse_workload_yaml(*text, path);
 }
 
 std::string workload_to_yaml(const Workload& w) {

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "placement/limits.h"
+
 namespace tessel::launcher {
 namespace {
 
@@ -93,8 +95,8 @@ double YamlFields::number(const std::string& key, double fallback, double min, d
   }
   const bool below = exclusive_min ? !(x > min) : !(x >= min);
   if (!std::isfinite(x) || below || x > max) {
-    std::string range = (exclusive_min ? "(" : "[") + YAML::Node(min).Scalar() + ", " +
-                        (std::isinf(max) ? "inf)" : YAML::Node(max).Scalar() + "]");
+    std::string range = (exclusive_min ? "(" : "[") + placement::number_text(min) + ", " +
+                        (std::isinf(max) ? "inf)" : placement::number_text(max) + "]");
     fail(field(key), "must be in " + range + ", got " + shown(value));
   }
   return x;

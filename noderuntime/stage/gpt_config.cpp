@@ -1,9 +1,11 @@
 #include "noderuntime/stage/gpt_config.h"
 
+#include "placement/limits.h"
+
 namespace tessel::stage {
 
 void GptConfig::validate() const {
-  auto need = [](bool ok, const char* field, int value, const char* rule) {
+  auto need = [](bool ok, const char* field, int value, const std::string& rule) {
     if (!ok) {
       throw ConfigError(std::string("model.") + field + ": " + rule + ", got " +
                         std::to_string(value));
@@ -16,6 +18,18 @@ void GptConfig::validate() const {
   need(ffn >= 1, "ffn_hidden", ffn, "must be >= 1");
   need(seq_len >= 1, "seq_len", seq_len, "must be >= 1");
   need(vocab >= 1, "vocab", vocab, "must be >= 1");
+  // Upper bounds (placement/limits.h): every parameter and activation count below stays far
+  // inside int64, and a model this size is refused before anything is allocated for it.
+  namespace p = placement;
+  need(layers <= p::kMaxLayers, "layers", layers,
+       "must be at most " + std::to_string(p::kMaxLayers));
+  need(channels <= p::kMaxHidden, "hidden", channels,
+       "must be at most " + std::to_string(p::kMaxHidden));
+  need(ffn <= p::kMaxFfnHidden, "ffn_hidden", ffn,
+       "must be at most " + std::to_string(p::kMaxFfnHidden));
+  need(seq_len <= p::kMaxSeqLen, "seq_len", seq_len,
+       "must be at most " + std::to_string(p::kMaxSeqLen));
+  need(vocab <= p::kMaxVocab, "vocab", vocab, "must be at most " + std::to_string(p::kMaxVocab));
 }
 
 // ln_1, ln_2: 2C each; qkv: 3C x C + 3C; proj: C x C + C; fc: F x C + F; mlp proj: C x F + C.

@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "noderuntime/stage/gpt_config.h"
+#include "placement/limits.h"
 #include "placement/rng.h"
 
 namespace tessel::stage {
@@ -91,19 +92,21 @@ class SentenceWriter {
 TokenCorpus TokenCorpus::from_file(const std::string& path, int vocab) {
   const std::string source = "data file '" + path + "'";
   require_byte_vocab(vocab, source);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(source + ": cannot open");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad()) throw ConfigError(source + ": read failed");
-  return TokenCorpus(std::move(bytes), source);
+  // A regular file of at most kMaxTextBytes, read no further than that: not /dev/zero, a FIFO
+  // or a file that grows while it is read.
+  std::string error;
+  const std::optional<std::string> text =
+      placement::read_file_bounded(path, placement::kMaxTextBytes, &error);
+  if (!text) throw ConfigError(source + ": " + error);
+  return TokenCorpus(std::vector<uint8_t>(text->begin(), text->end()), source);
 }
 
 TokenCorpus TokenCorpus::synthetic(uint64_t seed, int64_t bytes, int vocab) {
   const std::string source = "synthetic corpus (seed " + std::to_string(seed) + ")";
   require_byte_vocab(vocab, source);
-  if (bytes < 2) {
-    throw ConfigError(source + ": bytes must be >= 2, got " + std::to_string(bytes));
+  if (bytes < 2 || static_cast<uint64_t>(bytes) > placement::kMaxTextBytes) {
+    throw ConfigError(source + ": bytes must be in [2, " +
+                      std::to_string(placement::kMaxTextBytes) + "], got " + std::to_string(bytes));
   }
   SentenceWriter writer(seed);
   std::string text;
