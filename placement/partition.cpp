@@ -4,6 +4,14 @@
 
 namespace tessel::placement {
 
+void PartitionShape::throw_bad_devices() const {
+  throw std::invalid_argument(
+      std::to_string(stages) + " stages x " + std::to_string(replicas) +
+      " replicas = " + std::to_string(static_cast<long long>(stages) * replicas) +
+      " devices: not a device count (each must be at least 1, the product at most " +
+      std::to_string(std::numeric_limits<int>::max()) + ")");
+}
+
 Groups groups_from_labels(const Labels& labels, const PartitionShape& shape) {
   Groups groups(shape.stages);
   for (auto& g : groups) g.reserve(shape.replicas);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,7 +17,16 @@ namespace tessel::placement {
 struct PartitionShape {
   int stages = 1;    // D_PP: number of groups
   int replicas = 1;  // D_DP: devices per group
-  int devices() const { return stages * replicas; }
+  // stages x replicas; throws std::invalid_argument (naming both) when either is negative or
+  // the product does not fit an int, instead of wrapping.
+  int devices() const {
+    const long long n = static_cast<long long>(stages) * replicas;
+    if (stages < 0 || replicas < 0 || n > std::numeric_limits<int>::max()) throw_bad_devices();
+    return static_cast<int>(n);
+  }
+
+ private:
+  [[noreturn]] void throw_bad_devices() const;
 };
 
 // labels[device] = group index in [0, stages).

@@ -1,8 +1,12 @@
 #include "placement/placement.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -32,6 +36,9 @@ Placement build_placement(const Topology& topology, const CostModel& model,
   p.evaluations = result.evaluations;
   p.elapsed_s = result.elapsed_s;
   p.convergence = result.convergence;
+  p.interrupted = result.interrupted;
+  p.topology_devices = topology.size();
+  p.topology_fingerprint = topology_fingerprint(topology);
 
   // Follow the matchings of consecutive stages, replica by replica.
   const int stages = shape.stages, replicas = shape.replicas;
@@ -63,6 +70,8 @@ nlohmann::json placement_to_json(const Placement& p) {
   nlohmann::json j;
   j["format_version"] = 1;
   j["topology"] = p.topology;
+  if (p.topology_devices > 0) j["topology_devices"] = p.topology_devices;
+  if (!p.topology_fingerprint.empty()) j["topology_fingerprint"] = p.topology_fingerprint;
   j["model"] = p.model;
   j["cost_model"] = p.cost_model;
   j["strategy"] = p.strategy;
@@ -77,6 +86,7 @@ nlohmann::json placement_to_json(const Placement& p) {
   j["predicted_iteration_s"] = number(p.predicted_iteration_s);
   j["evaluations"] = p.evaluations;
   j["elapsed_s"] = p.elapsed_s;
+  j["interrupted"] = p.interrupted;
   j["stages"] = nlohmann::json::array();
   for (size_t s = 0; s < p.stages.size(); ++s)
     j["stages"].push_back(
@@ -98,43 +108,376 @@ nlohmann::json placement_to_json(const Placement& p) {
   return j;
 }
 
-Placement placement_from_json(const nlohmann::json& j) {
-  try {
-    Placement p;
-    if (j.at("format_version").get<int>() != 1)
-      throw std::invalid_argument("format_version: unsupported");
-    p.topology = j.at("topology").get<std::string>();
-    p.model = j.at("model").get<std::string>();
-    p.cost_model = j.at("cost_model").get<std::string>();
-    p.strategy = j.at("strategy").get<std::string>();
-    p.schedule = j.at("schedule").get<std::string>();
-    p.seed = j.at("seed").get<uint64_t>();
-    p.shape.stages = j.at("stages_count").get<int>();
-    p.shape.replicas = j.at("replicas").get<int>();
-    const auto& c = j.at("cost");
-    auto num = [](const nlohmann::json& x) { return x.is_null() ? INFINITY : x.get<double>(); };
-    p.cost = {num(c.at("total_s")), num(c.at("data_parallel_s")), num(c.at("pipeline_s")),
-              c.at("feasible").get<bool>()};
-    p.predicted_iteration_s = num(j.at("predicted_iteration_s"));
-    p.evaluations = j.at("evaluations").get<long>();
-    p.elapsed_s = j.at("elapsed_s").get<double>();
-    for (const auto& s : j.at("stages")) {
-      p.stages.push_back(s.at("devices").get<std::vector<int>>());
-      p.dp_rings.push_back(s.at("dp_ring").get<std::vector<int>>());
+std::string topology_fingerprint(const Topology& topology) {
+  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a 64
+  auto add = [&](const std::string& text) {
+    for (unsigned char c : text) {
+      hash ^= c;
+      hash *= 0x100000001b3ULL;
     }
-    for (const auto& r : j.at("pipelines"))
-      p.pipelines.push_back(r.at("devices").get<std::vector<int>>());
-    for (const auto& e : j.at("rank_map"))
-      p.rank_map.push_back({e.at("rank").get<int>(), e.at("replica").get<int>(),
-                            e.at("stage").get<int>(), e.at("device").get<int>()});
-    p.layer_split = j.at("layer_split").get<std::vector<int>>();
-    p.hop_bottleneck_s = j.at("hop_bottleneck_s").get<std::vector<double>>();
-    for (const auto& c2 : j.at("convergence"))
-      p.convergence.emplace_back(c2.at(0).get<long>(), c2.at(1).get<double>());
-    return p;
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("placement JSON: ") + e.what());
+  };
+  add("devices " + std::to_string(topology.size()) + "\n");
+  for (const Device& d : topology.devices) add(std::to_string(d.id) + " " + d.site + "\n");
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+namespace {
+
+using nlohmann::json;
+
+// Typed access to the JSON form, every failure naming the source and the field.
+class FieldReader {
+ public:
+  explicit FieldReader(const std::string& source) : source_(source) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& why) const {
+    throw PlacementError(source_ + ": " + field + ": " + why);
   }
+
+  static std::string shown(const json& v) {
+    std::string text = v.dump();
+    if (text.size() > 40) text = text.substr(0, 37) + "...";
+    return text;
+  }
+
+  const json& object(const json& v, const std::string& field) const {
+    if (!v.is_object()) fail(field, "expected an object, got " + shown(v));
+    return v;
+  }
+  const json& array(const json& v, const std::string& field) const {
+    if (!v.is_array()) fail(field, "expected a list, got " + shown(v));
+    return v;
+  }
+  // obj[key], which must be there; field names obj ("" at the top).
+  const json& at(const json& obj, const std::string& field, const std::string& key) const {
+    const std::string name = field.empty() ? key : field + "." + key;
+    const auto it = obj.find(key);
+    if (it == obj.end()) fail(name, "missing");
+    return *it;
+  }
+  std::string text(const json& v, const std::string& field) const {
+    if (!v.is_string()) fail(field, "expected a string, got " + shown(v));
+    return v.get<std::string>();
+  }
+  bool boolean(const json& v, const std::string& field) const {
+    if (!v.is_boolean()) fail(field, "expected true or false, got " + shown(v));
+    return v.get<bool>();
+  }
+  long long integer(const json& v, const std::string& field, long long lo, long long hi) const {
+    if (!v.is_number_integer()) fail(field, "expected an integer, got " + shown(v));
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(LLONG_MAX))
+      fail(field, shown(v) + " is not in " + std::to_string(lo) + ".." + std::to_string(hi));
+    const long long x = v.get<long long>();
+    if (x < lo || x > hi)
+      fail(field,
+           std::to_string(x) + " is not in " + std::to_string(lo) + ".." + std::to_string(hi));
+    return x;
+  }
+  int int_value(const json& v, const std::string& field) const {
+    return static_cast<int>(integer(v, field, INT_MIN, INT_MAX));
+  }
+  std::vector<int> int_list(const json& v, const std::string& field) const {
+    array(v, field);
+    std::vector<int> out;
+    out.reserve(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      out.push_back(int_value(v[i], field + "[" + std::to_string(i) + "]"));
+    return out;
+  }
+  // A number of seconds: finite and not negative, or null (written for infinity).
+  double seconds(const json& v, const std::string& field) const {
+    if (v.is_null()) return INFINITY;
+    if (!v.is_number()) fail(field, "expected a number or null, got " + shown(v));
+    const double x = v.get<double>();
+    if (!std::isfinite(x) || x < 0) fail(field, shown(v) + " is not a number of seconds");
+    return x;
+  }
+
+ private:
+  std::string source_;
+};
+
+std::string at_index(const std::string& field, size_t i) {
+  return field + "[" + std::to_string(i) + "]";
+}
+
+}  // namespace
+
+Placement placement_from_json(const nlohmann::json& j, const std::string& source) {
+  const FieldReader r(source);
+  if (!j.is_object())
+    throw PlacementError(source + ": not a placement: expected a JSON object, got " +
+                         FieldReader::shown(j));
+  Placement p;
+  const long long version = r.integer(r.at(j, "", "format_version"), "format_version", 0, INT_MAX);
+  if (version != 1)
+    r.fail("format_version", std::to_string(version) + " is not supported (this tessel reads 1)");
+  p.topology = r.text(r.at(j, "", "topology"), "topology");
+  if (j.contains("topology_devices"))
+    p.topology_devices =
+        static_cast<int>(r.integer(j["topology_devices"], "topology_devices", 1, INT_MAX));
+  if (j.contains("topology_fingerprint"))
+    p.topology_fingerprint = r.text(j["topology_fingerprint"], "topology_fingerprint");
+  p.model = r.text(r.at(j, "", "model"), "model");
+  p.cost_model = r.text(r.at(j, "", "cost_model"), "cost_model");
+  p.strategy = r.text(r.at(j, "", "strategy"), "strategy");
+  p.schedule = r.text(r.at(j, "", "schedule"), "schedule");
+  {
+    const json& seed = r.at(j, "", "seed");
+    if (!seed.is_number_unsigned())
+      r.fail("seed", "expected an integer in 0..2^64-1, got " + FieldReader::shown(seed));
+    p.seed = seed.get<uint64_t>();
+  }
+  p.shape.stages = r.int_value(r.at(j, "", "stages_count"), "stages_count");
+  p.shape.replicas = r.int_value(r.at(j, "", "replicas"), "replicas");
+  const json& c = r.object(r.at(j, "", "cost"), "cost");
+  p.cost.total_s = r.seconds(r.at(c, "cost", "total_s"), "cost.total_s");
+  p.cost.data_parallel_s = r.seconds(r.at(c, "cost", "data_parallel_s"), "cost.data_parallel_s");
+  p.cost.pipeline_s = r.seconds(r.at(c, "cost", "pipeline_s"), "cost.pipeline_s");
+  p.cost.feasible = r.boolean(r.at(c, "cost", "feasible"), "cost.feasible");
+  p.predicted_iteration_s =
+      r.seconds(r.at(j, "", "predicted_iteration_s"), "predicted_iteration_s");
+  p.evaluations = r.integer(r.at(j, "", "evaluations"), "evaluations", 0, LLONG_MAX);
+  p.elapsed_s = r.seconds(r.at(j, "", "elapsed_s"), "elapsed_s");
+  if (j.contains("interrupted")) p.interrupted = r.boolean(j["interrupted"], "interrupted");
+  p.layer_split = r.int_list(r.at(j, "", "layer_split"), "layer_split");
+
+  const json& stages = r.array(r.at(j, "", "stages"), "stages");
+  for (size_t s = 0; s < stages.size(); ++s) {
+    const std::string field = at_index("stages", s);
+    const json& stage = r.object(stages[s], field);
+    if (stage.contains("stage") &&
+        r.integer(stage["stage"], field + ".stage", 0, INT_MAX) != static_cast<long long>(s))
+      r.fail(field + ".stage", FieldReader::shown(stage["stage"]) + ", but it is entry " +
+                                   std::to_string(s) + " of the list");
+    p.stages.push_back(r.int_list(r.at(stage, field, "devices"), field + ".devices"));
+    p.dp_rings.push_back(r.int_list(r.at(stage, field, "dp_ring"), field + ".dp_ring"));
+    if (stage.contains("layers")) {
+      const int layers = r.int_value(stage["layers"], field + ".layers");
+      if (s < p.layer_split.size() && layers != p.layer_split[s])
+        r.fail(field + ".layers", std::to_string(layers) + ", but layer_split[" +
+                                      std::to_string(s) + "] is " +
+                                      std::to_string(p.layer_split[s]));
+    }
+  }
+  const json& pipelines = r.array(r.at(j, "", "pipelines"), "pipelines");
+  for (size_t i = 0; i < pipelines.size(); ++i) {
+    const std::string field = at_index("pipelines", i);
+    const json& pipe = r.object(pipelines[i], field);
+    if (pipe.contains("replica") &&
+        r.integer(pipe["replica"], field + ".replica", 0, INT_MAX) != static_cast<long long>(i))
+      r.fail(field + ".replica", FieldReader::shown(pipe["replica"]) + ", but it is entry " +
+                                     std::to_string(i) + " of the list");
+    p.pipelines.push_back(r.int_list(r.at(pipe, field, "devices"), field + ".devices"));
+  }
+  const json& ranks = r.array(r.at(j, "", "rank_map"), "rank_map");
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const std::string field = at_index("rank_map", i);
+    const json& e = r.object(ranks[i], field);
+    p.rank_map.push_back({r.int_value(r.at(e, field, "rank"), field + ".rank"),
+                          r.int_value(r.at(e, field, "replica"), field + ".replica"),
+                          r.int_value(r.at(e, field, "stage"), field + ".stage"),
+                          r.int_value(r.at(e, field, "device"), field + ".device")});
+  }
+  const json& hops = r.array(r.at(j, "", "hop_bottleneck_s"), "hop_bottleneck_s");
+  for (size_t i = 0; i < hops.size(); ++i)
+    p.hop_bottleneck_s.push_back(r.seconds(hops[i], at_index("hop_bottleneck_s", i)));
+  const json& convergence = r.array(r.at(j, "", "convergence"), "convergence");
+  for (size_t i = 0; i < convergence.size(); ++i) {
+    const std::string field = at_index("convergence", i);
+    const json& point = r.array(convergence[i], field);
+    if (point.size() != 2) r.fail(field, "expected [evaluations, best cost]");
+    p.convergence.emplace_back(r.integer(point[0], field + "[0]", 0, LLONG_MAX),
+                               r.seconds(point[1], field + "[1]"));
+  }
+  return p;
+}
+
+namespace {
+
+// The deepest nesting of [ and { in a JSON text (outside strings), stopping past `limit`.
+int nesting_depth(const std::string& text, int limit) {
+  int depth = 0, deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit) break;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
+Placement read_placement_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw PlacementError(path + ": cannot open the placement: " + std::strerror(errno));
+  std::string text;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxPlacementFileBytes)
+      throw PlacementError(path + ": more than " + std::to_string(kMaxPlacementFileBytes >> 20) +
+                           " MiB: not a placement from `tessel plan --format json`");
+  }
+  if (in.bad()) throw PlacementError(path + ": cannot read the placement: " + std::strerror(errno));
+  if (nesting_depth(text, kMaxPlacementJsonDepth) > kMaxPlacementJsonDepth)
+    throw PlacementError(path + ": nested more than " + std::to_string(kMaxPlacementJsonDepth) +
+                         " levels deep: not a placement from `tessel plan --format json`");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string why = e.what();
+    const size_t bracket = why.find("] ");
+    if (why.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
+      why = why.substr(bracket + 2);
+    throw PlacementError(path + ": not JSON: " + why);
+  }
+  return placement_from_json(j, path);
+}
+
+void check_placement(const Placement& p, const Topology& topology, const PartitionShape& shape,
+                     int model_layers, const std::string& source) {
+  const FieldReader r(source);
+  const int n = topology.size();
+  const int stages = shape.stages, replicas = shape.replicas;
+  if (p.topology != topology.id)
+    r.fail("topology",
+           "planned for '" + p.topology + "', but this topology is '" + topology.id + "'");
+  if (p.topology_devices > 0 && p.topology_devices != n)
+    r.fail("topology_devices", "planned on " + std::to_string(p.topology_devices) +
+                                   " devices, but topology '" + topology.id + "' has " +
+                                   std::to_string(n));
+  if (!p.topology_fingerprint.empty() && p.topology_fingerprint != topology_fingerprint(topology))
+    r.fail("topology_fingerprint", p.topology_fingerprint +
+                                       ": planned for other devices than those of topology '" +
+                                       topology.id + "' (" + topology_fingerprint(topology) +
+                                       "): the same id, but its devices' ids or sites differ");
+  if (p.shape.stages != stages || p.shape.replicas != replicas)
+    r.fail("stages_count, replicas", "the placement is " + std::to_string(p.shape.stages) + " x " +
+                                         std::to_string(p.shape.replicas) +
+                                         ", the pipeline to run is " + std::to_string(stages) +
+                                         " x " + std::to_string(replicas) + " (stages x replicas)");
+  if (static_cast<long long>(stages) * replicas > n)
+    r.fail("stages_count, replicas", std::to_string(stages) + " x " + std::to_string(replicas) +
+                                         " devices, but topology '" + topology.id + "' has " +
+                                         std::to_string(n));
+
+  // The pipelines: the view everything else is checked against.
+  if (p.pipelines.size() != static_cast<size_t>(replicas))
+    r.fail("pipelines", std::to_string(p.pipelines.size()) +
+                            " entries, expected one per replica (" + std::to_string(replicas) +
+                            ")");
+  std::vector<std::string> used_at(n);  // where each device was first used
+  for (int rep = 0; rep < replicas; ++rep) {
+    const std::string field = at_index("pipelines", rep) + ".devices";
+    const std::vector<int>& pipe = p.pipelines[rep];
+    if (pipe.size() != static_cast<size_t>(stages))
+      r.fail(field, std::to_string(pipe.size()) + " devices, expected one per stage (" +
+                        std::to_string(stages) + ")");
+    for (int s = 0; s < stages; ++s) {
+      const int d = pipe[s];
+      const std::string where = at_index(field, s);
+      if (d < 0 || d >= n)
+        r.fail(where, "device " + std::to_string(d) + " is not in the topology (" +
+                          std::to_string(n) + " devices, 0.." + std::to_string(n - 1) + ")");
+      if (!used_at[d].empty())
+        r.fail(where,
+               "device " + std::to_string(d) + " is used twice (also at " + used_at[d] + ")");
+      used_at[d] = where;
+    }
+  }
+
+  // The views derived from it must agree with it.
+  if (p.stages.size() != static_cast<size_t>(stages))
+    r.fail("stages", std::to_string(p.stages.size()) + " entries, expected one per stage (" +
+                         std::to_string(stages) + ")");
+  for (int s = 0; s < stages; ++s) {
+    const std::string field = at_index("stages", s) + ".devices";
+    if (p.stages[s].size() != static_cast<size_t>(replicas))
+      r.fail(field, std::to_string(p.stages[s].size()) + " devices, expected one per replica (" +
+                        std::to_string(replicas) + ")");
+    for (int rep = 0; rep < replicas; ++rep)
+      if (p.stages[s][rep] != p.pipelines[rep][s])
+        r.fail(at_index(field, rep),
+               "device " + std::to_string(p.stages[s][rep]) + ", but " +
+                   at_index("pipelines", rep) + ".devices[" + std::to_string(s) + "] is " +
+                   std::to_string(p.pipelines[rep][s]) + " (the two views must agree)");
+  }
+  if (!p.dp_rings.empty()) {
+    if (p.dp_rings.size() != static_cast<size_t>(stages))
+      r.fail("stages", "dp_ring: " + std::to_string(p.dp_rings.size()) +
+                           " rings, expected one per stage (" + std::to_string(stages) + ")");
+    for (int s = 0; s < stages; ++s) {
+      const std::string field = at_index("stages", s) + ".dp_ring";
+      if (p.dp_rings[s].empty()) continue;  // not given
+      std::vector<int> ring = p.dp_rings[s], members = p.stages[s];
+      std::sort(ring.begin(), ring.end());
+      std::sort(members.begin(), members.end());
+      if (ring != members)
+        r.fail(field, "not an order of the stage's devices (" +
+                          std::to_string(p.dp_rings[s].size()) + " entries; each of the stage's " +
+                          std::to_string(replicas) + " devices must appear once)");
+    }
+  }
+  const long long ranks = static_cast<long long>(stages) * replicas;
+  if (static_cast<long long>(p.rank_map.size()) != ranks)
+    r.fail("rank_map", std::to_string(p.rank_map.size()) +
+                           " entries, expected stages x replicas = " + std::to_string(ranks));
+  std::vector<char> rank_seen(static_cast<size_t>(ranks), 0);
+  for (size_t i = 0; i < p.rank_map.size(); ++i) {
+    const RankEntry& e = p.rank_map[i];
+    const std::string field = at_index("rank_map", i);
+    if (e.replica < 0 || e.replica >= replicas)
+      r.fail(field + ".replica",
+             std::to_string(e.replica) + " is not in 0.." + std::to_string(replicas - 1));
+    if (e.stage < 0 || e.stage >= stages)
+      r.fail(field + ".stage",
+             std::to_string(e.stage) + " is not in 0.." + std::to_string(stages - 1));
+    const long long rank = static_cast<long long>(e.replica) * stages + e.stage;
+    if (e.rank != rank)
+      r.fail(field + ".rank", std::to_string(e.rank) + ", but replica " +
+                                  std::to_string(e.replica) + " x " + std::to_string(stages) +
+                                  " + stage " + std::to_string(e.stage) + " = " +
+                                  std::to_string(rank));
+    if (rank_seen[rank]++)
+      r.fail(field + ".rank", "rank " + std::to_string(rank) + " listed twice");
+    if (e.device != p.pipelines[e.replica][e.stage])
+      r.fail(field + ".device", "device " + std::to_string(e.device) + ", but pipelines[" +
+                                    std::to_string(e.replica) + "].devices[" +
+                                    std::to_string(e.stage) + "] is " +
+                                    std::to_string(p.pipelines[e.replica][e.stage]));
+  }
+
+  // The layer split, against the model that will run.
+  if (p.layer_split.size() != static_cast<size_t>(stages))
+    r.fail("layer_split", std::to_string(p.layer_split.size()) +
+                              " entries, expected one per stage (" + std::to_string(stages) + ")");
+  long long layers = 0;
+  for (int s = 0; s < stages; ++s) {
+    if (p.layer_split[s] < 1)
+      r.fail(at_index("layer_split", s),
+             std::to_string(p.layer_split[s]) + " layers; every stage needs at least 1");
+    layers += p.layer_split[s];
+  }
+  if (model_layers > 0 && layers != model_layers)
+    r.fail("layer_split", "sums to " + std::to_string(layers) +
+                              " layers, but the model to run has " + std::to_string(model_layers) +
+                              " (the placement is for model '" + p.model + "')");
 }
 
 namespace {
@@ -237,7 +580,8 @@ std::string placement_to_table(const Placement& p, const Topology& topology) {
   o << "placement of " << p.shape.stages << " stages x " << p.shape.replicas << " replicas on "
     << p.topology << " (model " << p.model << ")\n"
     << "cost model " << p.cost_model << ", strategy " << p.strategy << ", seed " << p.seed << ": "
-    << p.evaluations << " evaluations in " << seconds(p.elapsed_s) << "\n"
+    << p.evaluations << " evaluations in " << seconds(p.elapsed_s)
+    << (p.interrupted ? " (interrupted: the best placement found so far)" : "") << "\n"
     << (p.cost_model == "paper"
             ? "cost " + seconds(p.cost.total_s) + " = data-parallel " +
                   seconds(p.cost.data_parallel_s) + " + pipeline " + seconds(p.cost.pipeline_s)

@@ -3,9 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 namespace tessel::placement {
@@ -41,8 +46,13 @@ using Clock = std::chrono::steady_clock;
 // Offspring are made in batches from one snapshot of the population and merged in trial
 // order, so a seed gives the same placement whatever the number of threads.
 constexpr int kBatch = 16;
+// The exhaustive search evaluates its partitions in chunks, checking `cancel` between them.
+constexpr int kExhaustiveChunk = 1024;
 
-// Runs job(i, worker) for i in [0, count) on `threads` workers.
+// Runs job(i, worker) for i in [0, count) on `threads` workers. The first exception a job
+// throws stops the others from taking new items; every thread is joined and it is rethrown
+// here. A thread that cannot be started leaves its share to the others (the result does not
+// depend on the number of workers).
 template <typename Job>
 void parallel_for(int count, int threads, Job&& job) {
   if (threads <= 1 || count <= 1) {
@@ -50,26 +60,56 @@ void parallel_for(int count, int threads, Job&& job) {
     return;
   }
   std::atomic<int> next{0};
-  auto work = [&](int worker) {
-    for (int i; (i = next.fetch_add(1)) < count;) job(i, worker);
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  auto work = [&](int worker) noexcept {
+    try {
+      for (int i; (i = next.fetch_add(1)) < count;) job(i, worker);
+    } catch (...) {
+      next.store(count);
+      const std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+    }
   };
   std::vector<std::thread> pool;
   const int extra = std::min(threads, count) - 1;
-  for (int w = 1; w <= extra; ++w) pool.emplace_back(work, w);
+  pool.reserve(extra);
+  for (int w = 1; w <= extra; ++w) {
+    try {
+      pool.emplace_back(work, w);
+    } catch (const std::system_error&) {
+      break;  // no more threads: the started ones and this one do the work
+    }
+  }
   work(0);
   for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
 }
 
 class Searcher {
  public:
   Searcher(const CostModel& model, const SearchOptions& options)
       : model_(model), options_(options), shape_(model.shape()), start_(Clock::now()) {
-    threads_ =
-        options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    check_search_options(options);
+    if (shape_.stages < 1 || shape_.replicas < 1)
+      throw std::invalid_argument("search: the shape is " + std::to_string(shape_.stages) +
+                                  " stages x " + std::to_string(shape_.replicas) +
+                                  " replicas; both must be at least 1");
+    const size_t n = static_cast<size_t>(shape_.devices());  // throws on overflow
+    if (model.hop_weight().size() != n * n || model.sync_weight().size() != n * n)
+      throw std::invalid_argument("search: the cost model's weights are not " + std::to_string(n) +
+                                  " x " + std::to_string(n));
+    threads_ = options.threads > 0
+                   ? options.threads
+                   : static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u,
+                                                 static_cast<unsigned>(kMaxSearchThreads)));
+    // No worker index ever exceeds the largest batch: the genetic and random searches work in
+    // batches of kBatch, the exhaustive one in chunks of kExhaustiveChunk.
+    threads_ = std::min(threads_, options.strategy == Strategy::Exhaustive
+                                      ? kExhaustiveChunk
+                                      : std::max(kBatch, options.population));
     for (int w = 0; w < threads_; ++w) scratch_.push_back(model.make_scratch());
     budget_ = options.evaluations > 0 ? options.evaluations : std::numeric_limits<long>::max();
-    if (options.evaluations <= 0 && options.time_limit_s <= 0)
-      throw std::invalid_argument("give an evaluation budget or a time limit");
   }
 
   SearchResult run() {
@@ -92,6 +132,7 @@ class Searcher {
         run_exhaustive();
         break;
     }
+    if (result_.best.empty()) throw std::logic_error("search: no candidate was evaluated");
     result_.evaluations = evaluations_;
     result_.elapsed_s = elapsed();
     result_.convergence.emplace_back(evaluations_, result_.best_cost);
@@ -104,6 +145,16 @@ class Searcher {
     return options_.time_limit_s > 0 && elapsed() >= options_.time_limit_s;
   }
   long remaining() const { return budget_ - evaluations_; }
+  // Whether to stop before the next batch: cancelled, or out of time. The first batch always
+  // runs, so that there is a best placement to return.
+  bool must_stop() {
+    if (evaluations_ == 0) return false;
+    if (options_.cancel && options_.cancel->load(std::memory_order_relaxed)) {
+      result_.interrupted = true;
+      return true;
+    }
+    return out_of_time();
+  }
 
   double evaluate(const Labels& labels, int worker) {
     return model_.cost(groups_from_labels(labels, shape_), *scratch_[worker]);
@@ -120,7 +171,9 @@ class Searcher {
   }
 
   void report() {
-    if (options_.progress) options_.progress({evaluations_, result_.best_cost, elapsed()});
+    if (options_.progress)
+      options_.progress(
+          {evaluations_, result_.best_cost, elapsed(), options_.evaluations > 0 ? budget_ : 0});
   }
 
   // Evaluates `count` candidates made by make(index, rng) in parallel; returns their costs.
@@ -140,7 +193,7 @@ class Searcher {
     double sum = 0;
     long index = 0;
     std::vector<Labels> cand;
-    while (remaining() > 0 && !out_of_time()) {
+    while (remaining() > 0 && !must_stop()) {
       const int count = static_cast<int>(std::min<long>(kBatch, remaining()));
       const auto cost =
           batch(count, index, cand, [&](int, Rng& rng, int) { return random_labels(shape_, rng); });
@@ -153,10 +206,14 @@ class Searcher {
 
   void run_exhaustive() {
     const auto all = all_balanced_partitions(shape_);
-    std::vector<double> cost(all.size());
-    parallel_for(static_cast<int>(all.size()), threads_,
-                 [&](int i, int worker) { cost[i] = evaluate(all[i], worker); });
-    for (size_t i = 0; i < all.size(); ++i) record(all[i], cost[i]);
+    std::vector<double> cost(kExhaustiveChunk);
+    for (size_t first = 0; first < all.size() && !must_stop(); first += kExhaustiveChunk) {
+      const int count = static_cast<int>(std::min<size_t>(kExhaustiveChunk, all.size() - first));
+      parallel_for(count, threads_,
+                   [&](int i, int worker) { cost[i] = evaluate(all[first + i], worker); });
+      for (int i = 0; i < count; ++i) record(all[first + i], cost[i]);
+      report();
+    }
   }
 
   // First-improvement descent on the true cost: `trials` random swaps of two devices in
@@ -297,7 +354,7 @@ class Searcher {
     std::vector<double> cost(kBatch);
     std::vector<long> used(kBatch);
     std::vector<std::pair<int, int>> parents(kBatch);
-    while (remaining() > 0 && !out_of_time()) {
+    while (remaining() > 0 && !must_stop()) {
       const int count = static_cast<int>(std::clamp<long>(remaining() / per_child, 1, kBatch));
       const long trials = std::min(swap_trials, remaining() / count - 1);
       parallel_for(count, threads_, [&](int i, int worker) {
@@ -348,22 +405,50 @@ class Searcher {
 
 }  // namespace
 
+void check_search_options(const SearchOptions& o) {
+  auto fail = [](const std::string& what) { throw std::invalid_argument("search: " + what); };
+  if (o.evaluations < 0 || o.evaluations > kMaxSearchEvaluations)
+    fail("evaluations: " + std::to_string(o.evaluations) + " is not in 1.." +
+         std::to_string(kMaxSearchEvaluations) +
+         " (a larger budget runs for hours; give a time limit instead)");
+  if (!std::isfinite(o.time_limit_s) || o.time_limit_s < 0 || o.time_limit_s > kMaxSearchSeconds)
+    fail("time limit: " + std::to_string(o.time_limit_s) + " s is not a number of seconds in 0.." +
+         std::to_string(static_cast<long>(kMaxSearchSeconds)));
+  if (o.evaluations == 0 && o.time_limit_s == 0) fail("give an evaluation budget or a time limit");
+  if (o.threads < 0 || o.threads > kMaxSearchThreads)
+    fail("threads: " + std::to_string(o.threads) + " is not in 0.." +
+         std::to_string(kMaxSearchThreads) + " (0: all cores)");
+  if (o.population < 2 || o.population > kMaxSearchPopulation)
+    fail("population: " + std::to_string(o.population) + " is not in 2.." +
+         std::to_string(kMaxSearchPopulation));
+  if (o.crossover_points < 0)
+    fail("crossover points: " + std::to_string(o.crossover_points) + " is negative");
+  if (o.swap_trials < 0 || o.swap_trials > kMaxSearchEvaluations)
+    fail("swap trials: " + std::to_string(o.swap_trials) + " is not in 0.." +
+         std::to_string(kMaxSearchEvaluations));
+}
+
 SearchResult search_placement(const CostModel& model, const SearchOptions& options) {
   return Searcher(model, options).run();
 }
 
 std::vector<Labels> all_balanced_partitions(const PartitionShape& shape, long limit) {
   const int n = shape.devices(), g = shape.stages, d = shape.replicas;
-  // Count first: n! / (d!^g g!) unlabelled partitions.
-  double count = 1;
-  for (int i = 1; i <= n; ++i) count *= i;
-  for (int k = 0; k < g; ++k)
-    for (int i = 1; i <= d; ++i) count /= i;
-  for (int i = 1; i <= g; ++i) count /= i;
-  if (count > double(limit))
-    throw std::invalid_argument("exhaustive search of " + std::to_string(n) +
-                                " devices would evaluate " + std::to_string(count) +
-                                " partitions (limit " + std::to_string(limit) + ")");
+  // Count first: n! / (d!^g g!) unlabelled partitions, in logarithms (n! overflows a double
+  // past 170 devices).
+  const double log_count = std::lgamma(n + 1.0) - g * std::lgamma(d + 1.0) - std::lgamma(g + 1.0);
+  if (log_count > std::log(double(limit)) + 1e-9) {
+    char count[64];
+    const double log10_count = log_count / std::log(10.0);
+    if (log10_count < 300)
+      std::snprintf(count, sizeof count, "%.3g", std::exp(log_count));
+    else
+      std::snprintf(count, sizeof count, "10^%.0f", log10_count);
+    throw std::invalid_argument("exhaustive search of " + std::to_string(n) + " devices (" +
+                                std::to_string(g) + " groups of " + std::to_string(d) +
+                                ") would evaluate about " + count + " partitions (limit " +
+                                std::to_string(limit) + "; use another strategy)");
+  }
   std::vector<Labels> out;
   Labels labels(n, -1);
   std::vector<int> size(g, 0);

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <set>
 
 #include "noderuntime/launcher/local_topology.h"
 #include "placement/full_cost.h"
@@ -12,51 +10,21 @@
 namespace tessel::launcher {
 namespace {
 
+// The placement of a `tessel plan --format json` file, checked by placement::check_placement
+// (the same check as `tessel simulate --placement`) against the job's topology, pipeline and
+// model (its stages and rank_map views must agree with its pipelines). It then records this
+// topology's device count and fingerprint, which a placement written before them lacks.
 placement::Placement read_placement(const std::string& path, const LocalJob& job,
                                     const placement::Topology& topology) {
-  std::ifstream in(path);
-  if (!in) throw LocalJobError(path + ": cannot open the placement");
   placement::Placement p;
   try {
-    p = placement::placement_from_json(nlohmann::json::parse(in));
-  } catch (const std::exception& e) {
-    throw LocalJobError(path + ": not a placement from `tessel plan --format json`: " + e.what());
+    p = placement::read_placement_file(path);
+    placement::check_placement(p, topology, {job.stages, job.replicas}, job.workload.layers, path);
+  } catch (const placement::PlacementError& e) {
+    throw LocalJobError(e.what());
   }
-  auto fail = [&](const std::string& why) { throw LocalJobError(path + ": " + why); };
-  if (p.topology != topology.id) {
-    fail("topology: planned for '" + p.topology + "', but the job runs on '" + topology.id + "'");
-  }
-  if (p.shape.stages != job.stages || p.shape.replicas != job.replicas) {
-    fail("stages_count, replicas: the placement is " + std::to_string(p.shape.stages) + " x " +
-         std::to_string(p.shape.replicas) + ", the job's pipeline is " +
-         std::to_string(job.stages) + " x " + std::to_string(job.replicas));
-  }
-  if (static_cast<int>(p.pipelines.size()) != job.replicas) {
-    fail("pipelines: expected one entry per replica (" + std::to_string(job.replicas) + ")");
-  }
-  std::set<int> seen;
-  for (size_t r = 0; r < p.pipelines.size(); ++r) {
-    const std::string where = "pipelines[" + std::to_string(r) + "].devices";
-    if (static_cast<int>(p.pipelines[r].size()) != job.stages) {
-      fail(where + ": expected one device per stage (" + std::to_string(job.stages) + ")");
-    }
-    for (int d : p.pipelines[r]) {
-      if (d < 0 || d >= topology.size()) {
-        fail(where + ": device " + std::to_string(d) + " is not in the topology (0.." +
-             std::to_string(topology.size() - 1) + ")");
-      }
-      if (!seen.insert(d).second) fail(where + ": device " + std::to_string(d) + " used twice");
-    }
-  }
-  // Derived views, rebuilt from the pipelines so they cannot disagree with them.
-  p.stages.assign(job.stages, std::vector<int>(job.replicas));
-  p.rank_map.clear();
-  for (int r = 0; r < job.replicas; ++r) {
-    for (int s = 0; s < job.stages; ++s) {
-      p.stages[s][r] = p.pipelines[r][s];
-      p.rank_map.push_back({r * job.stages + s, r, s, p.pipelines[r][s]});
-    }
-  }
+  p.topology_devices = topology.size();
+  p.topology_fingerprint = placement::topology_fingerprint(topology);
   return p;
 }
 

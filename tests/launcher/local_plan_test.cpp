@@ -177,6 +177,16 @@ TEST_F(LocalPlanTest, GivenPlacementIsUsedAndChecked) {
   nlohmann::json placement = placement::placement_to_json(planned.placement);
   placement["pipelines"] = {{{"replica", 0}, {"devices", {3, 2}}},
                             {{"replica", 1}, {"devices", {1, 0}}}};
+  // The views of the same placement must agree with the pipelines (placement::check_placement).
+  const nlohmann::json pipelines_only = placement;
+  placement["stages"][0]["devices"] = {3, 1};
+  placement["stages"][1]["devices"] = {2, 0};
+  placement["stages"][0]["dp_ring"] = {3, 1};
+  placement["stages"][1]["dp_ring"] = {2, 0};
+  placement["rank_map"] = {{{"rank", 0}, {"replica", 0}, {"stage", 0}, {"device", 3}},
+                           {{"rank", 1}, {"replica", 0}, {"stage", 1}, {"device", 2}},
+                           {{"rank", 2}, {"replica", 1}, {"stage", 0}, {"device", 1}},
+                           {{"rank", 3}, {"replica", 1}, {"stage", 1}, {"device", 0}}};
   const std::string good = write("good.json", placement.dump());
   const LocalPlan given = plan_local_job(j, network, speed(), good);
   EXPECT_EQ(given.device_of_rank, (std::vector<int>{3, 2, 1, 0}));
@@ -196,7 +206,8 @@ TEST_F(LocalPlanTest, GivenPlacementIsUsedAndChecked) {
             std::string::npos);
   nlohmann::json twice = placement;
   twice["pipelines"][1]["devices"] = {3, 0};
-  EXPECT_NE(error_for(twice).find("bad.json: pipelines[1].devices: device 3 used twice"),
+  EXPECT_NE(error_for(twice).find("bad.json: pipelines[1].devices[0]: device 3 is used twice "
+                                  "(also at pipelines[0].devices[0])"),
             std::string::npos);
   nlohmann::json outside = placement;
   outside["pipelines"][1]["devices"] = {1, 9};
@@ -205,8 +216,13 @@ TEST_F(LocalPlanTest, GivenPlacementIsUsedAndChecked) {
   shape["replicas"] = 4;
   EXPECT_NE(error_for(shape).find("bad.json: stages_count, replicas: the placement is 2 x 4"),
             std::string::npos);
-  EXPECT_NE(error_for(nlohmann::json{{"format_version", 1}}).find("bad.json: not a placement"),
+  EXPECT_NE(error_for(nlohmann::json{{"format_version", 1}}).find("bad.json: topology: missing"),
             std::string::npos);
+  EXPECT_NE(error_for(nlohmann::json::array()).find("bad.json: not a placement"),
+            std::string::npos);
+  const std::string disagree = error_for(pipelines_only);
+  EXPECT_NE(disagree.find("bad.json: stages["), std::string::npos) << disagree;
+  EXPECT_NE(disagree.find("(the two views must agree)"), std::string::npos) << disagree;
 }
 
 }  // namespace
