@@ -33,6 +33,13 @@
 // Saving refuses a non-finite value too, naming the rank and tensor. Checkpoints of format
 // "tessel-stage-checkpoint-1" (no checksums) are refused with a message saying so.
 //
+// Limits: a manifest is read only up to 64 MiB; a rank file only when its size is the
+// manifest's and at most the rank's tensors (3 x 4 bytes a parameter) plus the safetensors
+// header limit (100 MB + 8), so a damaged size never drives an allocation. A kill between the
+// step's manifest and <dir>/manifest.json leaves the previous step current; on the very first
+// checkpoint it leaves no <dir>/manifest.json, which resume reports as missing (naming the
+// step manifest to copy) rather than guessing.
+//
 // Resuming from a checkpoint continues bit-identically: parameters, moments, step count and
 // data position are exactly what the uninterrupted run had at that step.
 #pragma once
