@@ -1,0 +1,72 @@
+// yaml_to_json: YAML 1.2 core-schema scalars, and hostile documents refused with their place.
+#include "api/yaml_json.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "api/manifest_error.h"
+
+namespace tessel::api {
+namespace {
+
+using nlohmann::json;
+
+std::string error_of(const std::string& text) {
+  try {
+    yaml_to_json(text, "job.yaml");
+  } catch (const ManifestError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(YamlJson, PlainScalarsFollowTheCoreSchema) {
+  const json j = yaml_to_json(
+      "a: 12\nb: -3\nc: 0.5\nd: 1e3\ne: true\nf: false\ng: ~\nh:\ni: hello\nj: '12'\nk: \"true\"\n"
+      "l: [1, x]\nm: {n: 2}\no: yes\np: 99999999999999999999\n",
+      "t");
+  EXPECT_EQ(j["a"], 12);
+  EXPECT_TRUE(j["a"].is_number_integer());
+  EXPECT_EQ(j["b"], -3);
+  EXPECT_EQ(j["c"], 0.5);
+  EXPECT_EQ(j["d"], 1000.0);
+  EXPECT_TRUE(j["d"].is_number_float());
+  EXPECT_EQ(j["e"], true);
+  EXPECT_EQ(j["f"], false);
+  EXPECT_TRUE(j["g"].is_null());
+  EXPECT_TRUE(j["h"].is_null());
+  EXPECT_EQ(j["i"], "hello");
+  EXPECT_EQ(j["j"], "12");
+  EXPECT_EQ(j["k"], "true");
+  EXPECT_EQ(j["l"], json::array({1, "x"}));
+  EXPECT_EQ(j["m"]["n"], 2);
+  EXPECT_EQ(j["o"], "yes");  // YAML 1.2: only true/false are booleans
+  EXPECT_TRUE(j["p"].is_number_float());
+}
+
+TEST(YamlJson, HostileDocumentsAreRefusedWithTheirPlace) {
+  EXPECT_EQ(error_of("a: .inf\n"), "job.yaml: line 1, column 4: '.inf' is not a finite number");
+  EXPECT_EQ(error_of("a: .nan\n"), "job.yaml: line 1, column 4: '.nan' is not a finite number");
+  EXPECT_EQ(error_of("a: 1e999\n"), "job.yaml: line 1, column 4: '1e999' is beyond any number");
+  EXPECT_EQ(error_of("a: 1\na: 2\n"), "job.yaml: line 2, column 1: duplicate key 'a'");
+  EXPECT_EQ(error_of("a: [1, 2\n"), "job.yaml: line 2, column 1: end of sequence flow not found");
+  EXPECT_EQ(error_of("a: 1\n---\nb: 2\n"), "job.yaml: expected one YAML document, found 2");
+  EXPECT_EQ(error_of("? [1, 2]\n: x\n"), "job.yaml: line 1, column 3: a key must be a string");
+  std::string deep;
+  for (int i = 0; i < 100; ++i) deep = "[" + deep + "]";
+  EXPECT_NE(error_of("a: " + deep).find("nested deeper than 64"), std::string::npos);
+}
+
+TEST(YamlJson, AliasBombsAreBounded) {
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 10; ++k) bomb += std::string(k ? ", " : "") + "*a" + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  EXPECT_NE(error_of(bomb).find("more than 100000 values (aliases expanded)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessel::api
