@@ -4,11 +4,13 @@
 // step it resumed from; resuming a run that already holds its last step does nothing and
 // leaves the previous report as it was. No test leaves a process behind.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
 #include <filesystem>
 #include <thread>
 
 #include "launcher_process.h"
+#include "noderuntime/launcher/launcher.h"
 
 namespace tessel::launcher {
 namespace {
@@ -28,6 +30,52 @@ std::string job_with(int steps, const std::string& extra) {
   const std::string timeouts = "timeouts: {connect_s: 30, io_s: 30}\n";
   text.replace(text.find(timeouts), timeouts.size(), extra);
   return text;
+}
+
+// `tessel args...` with RLIMIT_FSIZE at `limit` bytes (writes past it fail with EFBIG, as on a
+// full disk): its stdout and stderr together, and its exit status (-1 past the deadline).
+int run_with_file_size_limit(const std::vector<std::string>& args, rlim_t limit,
+                             std::string* output) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  std::vector<std::string> argv_text = {TESSEL_BINARY};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setenv("TESSEL_STAGE_BINARY", TESSEL_STAGE_BINARY, 1);
+    dup2(out[1], STDOUT_FILENO);
+    dup2(out[1], STDERR_FILENO);
+    signal(SIGXFSZ, SIG_IGN);
+    const rlimit size{limit, limit};
+    setrlimit(RLIMIT_FSIZE, &size);
+    execv(TESSEL_BINARY, argv.data());
+    _exit(127);
+  }
+  close(out[1]);
+  const auto deadline = std::chrono::steady_clock::now() + 180s;
+  bool timed_out = false;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{out[0], POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) {
+      timed_out = true;
+      break;
+    }
+    char chunk[4096];
+    const ssize_t n = read(out[0], chunk, sizeof chunk);
+    if (n <= 0) break;
+    output->append(chunk, static_cast<size_t>(n));
+  }
+  close(out[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (timed_out) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 class LocalRunFailure : public ::testing::Test {
@@ -132,6 +180,63 @@ TEST_F(LocalRunFailure, RankWithABadCheckpointIsBlamedNotTheNeighbourThatSawItGo
   ASSERT_NE(error, std::string::npos);
   EXPECT_NE(output.find("rank-00001.safetensors", error), std::string::npos) << output;
   EXPECT_NE(report().find("**failed**: stage 1 replica 0 (rank 1)"), std::string::npos) << report();
+}
+
+TEST_F(LocalRunFailure, AStagesOwnCauseComesBeforeAReportThatCannotBeWritten) {
+  // 2 KiB: the launcher's job.json and topology.yaml fit, a rank's checkpoint file (some
+  // 250 KB) and report.md (some 3.5 KB) do not.
+  const std::string job = write_job(job_with(
+      3, "timeouts: {connect_s: 30, io_s: 30}\ncheckpoint: {interval: 1, resume: true}\n"));
+  std::string output;
+  EXPECT_EQ(run_with_file_size_limit({"local", job, "--output", out()}, 2048, &output), 1)
+      << output;
+  const size_t cause = output.find(".safetensors: cannot write: File too large");
+  const size_t report = output.find("tessel local: error: the report was not written: " + out() +
+                                    "/report.md: cannot write: File too large");
+  ASSERT_NE(cause, std::string::npos) << output;
+  ASSERT_NE(report, std::string::npos) << output;
+  EXPECT_LT(output.rfind("tessel local: error: stage ", cause), cause) << output;
+  EXPECT_LT(cause, report) << output;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "report.md"));
+}
+
+TEST_F(LocalRunFailure, ResumePastTheEndIsRefusedByTheLibraryBeforeAnythingIsWritten) {
+  // A checkpoint folder whose manifest names step 5 (the launcher reads only the manifests).
+  const std::string job = write_job(job_with(
+      3, "timeouts: {connect_s: 30, io_s: 30}\ncheckpoint: {interval: 1, resume: true}\n"));
+  const fs::path checkpoints = dir_ / "out" / "checkpoints";
+  fs::create_directories(checkpoints / "step-00000005");
+  std::string manifest =
+      R"({"format": "tessel-stage-checkpoint-2", "step": 5, "data_position": 40, "seed": 1337, )"
+      R"("world_size": 4, "files": [)";
+  for (int rank = 0; rank < 4; ++rank) {
+    manifest += (rank ? ", " : "") + std::string(R"({"rank": )") + std::to_string(rank) +
+                R"(, "stage": )" + std::to_string(rank % 2) + R"(, "replica": )" +
+                std::to_string(rank / 2) + R"(, "file": "step-00000005/rank-0000)" +
+                std::to_string(rank) + R"(.safetensors", "bytes": 262584, "crc32c": "9b5bfc26"})";
+  }
+  manifest += "]}";
+  std::ofstream(checkpoints / "manifest.json") << manifest;
+  std::ofstream(checkpoints / "step-00000005" / "manifest.json") << manifest;
+  std::ofstream(dir_ / "out" / "report.md") << "# the previous report\n";
+  LocalRunOptions options;
+  options.output_dir = out();
+  options.out = nullptr;
+  options.err = nullptr;
+  options.stage_binary = TESSEL_STAGE_BINARY;
+  try {
+    run_local_job(load_local_job(job), options);
+    ADD_FAILURE() << "a run past its checkpoint's step started";
+  } catch (const LocalJobError& e) {
+    EXPECT_NE(std::string(e.what()).find("nothing to do: checkpoint.resume is set and the newest "
+                                         "checkpoint in " +
+                                         checkpoints.string() + " is at step 5"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_text(dir_ / "out" / "report.md"), "# the previous report\n");
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "job.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "logs"));
 }
 
 TEST_F(LocalRunFailure, ResumedRunReportsTheStepsItRanAndPastTheEndLeavesTheReportAlone) {
