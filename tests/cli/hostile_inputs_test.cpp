@@ -224,7 +224,7 @@ TEST_P(HostileInputs, EndsCleanly) {
   std::vector<std::string> args;
   for (const std::string& a : c.args) args.push_back(substitute(a, dir));
 
-  const Run run = run_tessel(args, dir, c.timeout_s, c.fsize_limit);
+  const struct Run run = run_tessel(args, dir, c.timeout_s, c.fsize_limit);
   const std::string shown = "\n--- stdout\n" + run.out + "\n--- stderr\n" + run.err;
   ASSERT_FALSE(run.timed_out) << "still running after " << c.timeout_s << " s" << shown;
   ASSERT_TRUE(WIFEXITED(run.raw_status))
