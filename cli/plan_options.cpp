@@ -2,6 +2,9 @@
 
 #include <stdexcept>
 
+#include "cli/validators.h"
+#include "placement/limits.h"
+
 namespace tessel::cli {
 
 using namespace tessel::placement;
@@ -12,10 +15,10 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
       ->check(CLI::ExistingFile);
   cmd.add_option("--stages", stages, "Pipeline stages D_PP")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(count_in(1, kMaxStages, "every stage needs a layer; the layer limit"));
   cmd.add_option("--replicas", replicas, "Data-parallel replicas D_DP")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(count_in(1, kMaxReplicas, "the planner's replica matching"));
   auto* model = cmd.add_option("--model", model_file, "Workload YAML file (examples/models/)")
                     ->check(CLI::ExistingFile);
   cmd.add_option("--preset", preset,
@@ -25,30 +28,31 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
       ->check(CLI::IsMember({"paper", "full"}));
   cmd.add_option("--c-dp-gb", c_dp_gb,
                  "Paper mode: one stage's gradient GB (default: from the model)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, kMaxPaperGb, false, "GB"));
   cmd.add_option("--c-pp-gb", c_pp_gb,
                  "Paper mode: one replica's activation GB (default: from the model)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, kMaxPaperGb, false, "GB"));
   cmd.add_option("--schedule", schedule, "Pipeline schedule: gpipe, 1f1b, interleaved")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved"}));
   cmd.add_option("--chunks", chunks, "Model chunks per device (interleaved)")
-      ->check(CLI::Range(2, 64));
+      ->check(count_in(2, kMaxChunks));
   cmd.add_flag("--no-overlap", no_overlap,
                "Model communication as blocking compute (default: overlapped on its own streams)");
   if (!with_search) return;
   cmd.add_option("--strategy", strategy, "evolutionary, random, ordered, kl or exhaustive")
       ->check(CLI::IsMember({"evolutionary", "random", "ordered", "kl", "exhaustive"}));
   auto* evals = cmd.add_option("--evaluations", evaluations, "Evaluation budget (default 5000)")
-                    ->check(CLI::PositiveNumber);
+                    ->check(count_in(1, kMaxSearchEvaluations));
   cmd.add_option("--time-limit", time_limit_s, "Search for this many seconds instead")
-      ->check(CLI::PositiveNumber)
+      ->check(number_in(0, kMaxSearchSeconds, true, "s"))
       ->excludes(evals);
-  cmd.add_option("--seed", seed, "Random seed: the same seed gives the same placement");
+  cmd.add_option("--seed", seed, "Random seed: the same seed gives the same placement")
+      ->check(seed_value());
   cmd.add_option("--threads", threads, "Worker threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(count_in(0, kMaxSearchThreads, "0: all cores"));
   cmd.add_option("--swap-trials", swap_trials,
                  "Evolutionary: random swaps tried on the true cost per offspring (default 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(count_in(0, kMaxSearchEvaluations));
   cmd.add_flag("--no-seeds", no_seeds,
                "Evolutionary: start from random partitions only, as the paper's GA");
 }
@@ -57,12 +61,19 @@ PlanInputs load_plan_inputs(const PlanOptions& o) {
   PlanInputs in;
   in.topology = load_topology_file(o.topology_file);
   in.workload = o.model_file.empty() ? workload_preset(o.preset) : load_workload_file(o.model_file);
+  // The flags' validators bound each; checked again here for callers that fill PlanOptions.
+  const auto devices = checked_mul(o.stages, o.replicas);
+  if (o.stages < 1 || o.replicas < 1 || !devices || *devices > kMaxDevices)
+    throw std::invalid_argument(
+        "--stages " + std::to_string(o.stages) + " x --replicas " + std::to_string(o.replicas) +
+        (devices ? " = " + std::to_string(*devices) : std::string(" overflows")) +
+        " devices: each must be >= 1 and the product at most " + std::to_string(kMaxDevices));
   in.shape = {o.stages, o.replicas};
-  if (in.topology.size() != in.shape.devices())
+  if (in.topology.size() != *devices)
     throw std::invalid_argument(o.topology_file + " has " + std::to_string(in.topology.size()) +
                                 " devices, but --stages " + std::to_string(o.stages) +
                                 " x --replicas " + std::to_string(o.replicas) + " = " +
-                                std::to_string(in.shape.devices()));
+                                std::to_string(*devices));
   if (in.workload.layers < o.stages)
     throw std::invalid_argument("the model has " + std::to_string(in.workload.layers) +
                                 " layers, fewer than --stages " + std::to_string(o.stages));
@@ -70,9 +81,10 @@ PlanInputs load_plan_inputs(const PlanOptions& o) {
   full.schedule = parse_schedule_kind(o.schedule);
   full.chunks = o.chunks;
   full.overlap = !o.no_overlap;
-  if (full.schedule == ScheduleKind::Interleaved && in.workload.layers < o.stages * o.chunks)
+  const int64_t virtual_stages = int64_t{o.stages} * o.chunks;  // both bounded: no overflow
+  if (full.schedule == ScheduleKind::Interleaved && in.workload.layers < virtual_stages)
     throw std::invalid_argument("the interleaved schedule needs at least --stages x --chunks = " +
-                                std::to_string(o.stages * o.chunks) + " layers; the model has " +
+                                std::to_string(virtual_stages) + " layers; the model has " +
                                 std::to_string(in.workload.layers));
   in.full = std::make_unique<FullCostModel>(in.topology, in.shape, in.workload, full);
   if (o.cost_model == "paper") {

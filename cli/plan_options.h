@@ -14,6 +14,9 @@
 
 namespace tessel::cli {
 
+// --c-dp-gb and --c-pp-gb: at most a petabyte of gradients or activations.
+inline constexpr double kMaxPaperGb = 1e6;
+
 struct PlanOptions {
   std::string topology_file;
   int stages = 0;

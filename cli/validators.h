@@ -28,7 +28,7 @@ inline CLI::Validator count_in(int64_t min, int64_t max, const std::string& why 
         }
         return "";
       },
-      "INT in " + range);
+      range);
 }
 
 // A finite number in [min, max] (or (min, max] when min_exclusive), in `unit`.
@@ -47,7 +47,7 @@ inline CLI::Validator number_in(double min, double max, bool min_exclusive,
         }
         return "";
       },
-      "NUMBER in " + range);
+      range);
 }
 
 // A random seed: decimal digits only, at most 2^64 - 1 (no sign: "-1" is not a seed).
@@ -64,7 +64,7 @@ inline CLI::Validator seed_value() {
         }
         return "";
       },
-      "SEED");
+      "[0, 2^64-1]");
 }
 
 }  // namespace tessel::cli

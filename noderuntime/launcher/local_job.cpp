@@ -1,10 +1,16 @@
 #include "noderuntime/launcher/local_job.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
+#include "placement/limits.h"
 #include "placement/schedule.h"
 
 namespace tessel::launcher {
@@ -13,10 +19,23 @@ namespace {
 namespace fs = std::filesystem;
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kMaxScale = 1e6;
 
 std::string resolve(const std::string& path, const std::string& base_dir) {
   const fs::path p(path);
   return p.is_absolute() || base_dir.empty() ? path : (fs::path(base_dir) / p).string();
+}
+
+// A link's bandwidth: > 0 as every rate, then within the physical bounds of a link
+// (placement/limits.h): 1 kbit/s to 100 Tbit/s.
+double link_bandwidth(const YamlFields& fields, const std::string& key, double fallback) {
+  const double value = fields.number(key, fallback, 0, placement::kMaxBandwidthGbps, true);
+  if (value < placement::kMinBandwidthGbps) {
+    fields.fail(fields.field(key), "must be at least " +
+                                       placement::number_text(placement::kMinBandwidthGbps) +
+                                       " Gbit/s (1 kbit/s), got " + placement::number_text(value));
+  }
+  return value;
 }
 
 void parse_topology(const YamlFields& root, const std::string& base_dir, LocalJob& job) {
@@ -32,21 +51,26 @@ void parse_topology(const YamlFields& root, const std::string& base_dir, LocalJo
     g.allow({"sites", "seed", "min_bandwidth_gbps", "max_bandwidth_gbps",
              "intra_site_bandwidth_gbps", "intra_site_latency_ms"});
     placement::GeoTopologySpec spec;
-    spec.sites = static_cast<int>(g.integer("sites", 2, 1, kIntMax));
+    spec.sites = static_cast<int>(g.integer("sites", 2, 1, placement::kMaxSites));
     spec.seed = g.unsigned_integer("seed", spec.seed);
-    spec.min_bandwidth_gbps =
-        g.number("min_bandwidth_gbps", spec.min_bandwidth_gbps, 0, kInf, true);
-    spec.max_bandwidth_gbps =
-        g.number("max_bandwidth_gbps", spec.max_bandwidth_gbps, spec.min_bandwidth_gbps, kInf);
+    spec.min_bandwidth_gbps = link_bandwidth(g, "min_bandwidth_gbps", spec.min_bandwidth_gbps);
+    spec.max_bandwidth_gbps = link_bandwidth(g, "max_bandwidth_gbps", spec.max_bandwidth_gbps);
+    if (spec.max_bandwidth_gbps < spec.min_bandwidth_gbps) {
+      g.fail(g.field("max_bandwidth_gbps"),
+             "must be >= min_bandwidth_gbps (" + placement::number_text(spec.min_bandwidth_gbps) +
+                 "), got " + placement::number_text(spec.max_bandwidth_gbps));
+    }
     spec.intra_site_bandwidth_gbps =
-        g.number("intra_site_bandwidth_gbps", spec.intra_site_bandwidth_gbps, 0, kInf, true);
+        link_bandwidth(g, "intra_site_bandwidth_gbps", spec.intra_site_bandwidth_gbps);
     spec.intra_site_latency_ms =
-        g.number("intra_site_latency_ms", spec.intra_site_latency_ms, 0, kInf);
+        g.number("intra_site_latency_ms", spec.intra_site_latency_ms, 0, placement::kMaxLatencyMs);
     spec.mixed_gpus = false;
     job.topology.generate = spec;
   }
-  job.topology.bandwidth_scale = t.number("bandwidth_scale", 1, 0, kInf, true);
-  job.topology.latency_scale = t.number("latency_scale", 1, 0, kInf);
+  // A million times either way; the scaled links must still lie within the physical bounds
+  // (Topology::finalize checks them after scaling).
+  job.topology.bandwidth_scale = t.number("bandwidth_scale", 1, 0, kMaxScale, true);
+  job.topology.latency_scale = t.number("latency_scale", 1, 0, kMaxScale);
 }
 
 // Workload::validate names its fields bare ("src: heads: ..."); in a job file they live under
@@ -84,8 +108,10 @@ void parse_model(const YamlFields& root, const YamlFields& training, LocalJob& j
   if (!m.has("precision")) model["precision"] = "fp32";
   model["recompute_activations"] = false;
   workload["model"] = model;
-  workload["training"]["micro_batch"] = training.required_integer("micro_batch", 1, kIntMax);
-  workload["training"]["global_batch"] = training.required_integer("global_batch", 1, kIntMax);
+  workload["training"]["micro_batch"] =
+      training.required_integer("micro_batch", 1, placement::kMaxMicroBatch);
+  workload["training"]["global_batch"] =
+      training.required_integer("global_batch", 1, placement::kMaxGlobalBatch);
   try {
     job.workload = placement::parse_workload_yaml(YAML::Dump(workload), m.source());
   } catch (const placement::WorkloadError& e) {
@@ -105,7 +131,7 @@ void parse_training(const YamlFields& t, LocalJob& job) {
   t.allow({"steps", "micro_batch", "global_batch", "learning_rate", "weight_decay", "beta1",
            "beta2", "eps", "grad_clip", "seed", "threads"});
   LocalTraining& o = job.training;
-  o.steps = static_cast<int>(t.required_integer("steps", 1, kIntMax));
+  o.steps = static_cast<int>(t.required_integer("steps", 1, placement::kMaxSteps));
   o.learning_rate = t.number("learning_rate", o.learning_rate, 0, 1, true);
   o.weight_decay = t.number("weight_decay", o.weight_decay, 0, 1);
   o.beta1 = t.number("beta1", o.beta1, 0, 1);
@@ -125,14 +151,16 @@ void parse_data(const YamlFields& root, const std::string& base_dir, LocalJob& j
   if (d.has("text")) {
     job.data.kind = stage::DataSpec::Kind::kText;
     job.data.path = resolve(d.required_text("text"), base_dir);
-    if (!std::ifstream(job.data.path)) d.fail("data.text", "cannot read '" + job.data.path + "'");
+    if (const std::string why = text_data_problem(job.data.path); !why.empty()) {
+      d.fail("data.text", why);
+    }
     return;
   }
   const YamlFields s = d.section("synthetic");
   s.allow({"seed", "bytes"});
   job.data.kind = stage::DataSpec::Kind::kSynthetic;
   job.data.seed = s.unsigned_integer("seed", 1);
-  job.data.bytes = s.integer("bytes", 1 << 20, 2, int64_t{1} << 40);
+  job.data.bytes = s.integer("bytes", 1 << 20, 2, static_cast<int64_t>(placement::kMaxTextBytes));
 }
 
 void parse_schedule(const YamlFields& root, LocalJob& job) {
@@ -152,7 +180,8 @@ void parse_schedule(const YamlFields& root, LocalJob& job) {
   if (!interleaved && job.schedule.chunks != 1) {
     s.fail("schedule.chunks", "only the interleaved schedule has more than one chunk per stage");
   }
-  job.schedule.microbatch_group = static_cast<int>(s.integer("microbatch_group", 0, 0, kIntMax));
+  job.schedule.microbatch_group =
+      static_cast<int>(s.integer("microbatch_group", 0, 0, placement::kMaxMicroBatches));
   job.schedule.overlap = s.boolean("overlap", true);
 }
 
@@ -190,8 +219,8 @@ void parse_placement(const YamlFields& root, LocalJob& job) {
   } catch (const std::invalid_argument& e) {
     p.fail("placement.strategy", e.what());
   }
-  job.placement.evaluations =
-      static_cast<long>(p.integer("evaluations", job.placement.evaluations, 1, int64_t{1} << 40));
+  job.placement.evaluations = static_cast<long>(
+      p.integer("evaluations", job.placement.evaluations, 1, placement::kMaxSearchEvaluations));
   job.placement.seed = p.unsigned_integer("seed", job.placement.seed);
 }
 
@@ -201,6 +230,34 @@ void parse_timeouts(const YamlFields& root, LocalJob& job) {
   t.allow({"connect_s", "io_s"});
   job.connect_timeout_s = t.number("connect_s", job.connect_timeout_s, 0, 86400, true);
   job.io_timeout_s = t.number("io_s", job.io_timeout_s, 0, 86400, true);
+}
+
+// The job's name becomes a folder (tessel-runs/<name>) and, under the operator, a Kubernetes
+// object's name: a DNS-1123 label, whether written or taken from the file's name.
+void parse_name(const YamlFields& root, const std::string& source, LocalJob& job) {
+  if (root.has("name")) {
+    job.name = root.required_text("name");
+    if (const std::string why = placement::dns1123_label_violation(job.name); !why.empty()) {
+      root.fail("name", why + ", got '" + job.name + "'");
+    }
+    return;
+  }
+  job.name = fs::path(source).stem().string();
+  if (const std::string why = placement::dns1123_label_violation(job.name); !why.empty()) {
+    root.fail("name", "not given, and the default, the job file's name '" + job.name +
+                          "', is not a valid job name: it " + why + "; give name: explicitly");
+  }
+}
+
+// The memory the stage processes need together, estimated before anything is started.
+void check_memory(const YamlFields& root, const LocalJob& job) {
+  const double bytes = estimate_local_job_memory(job);
+  if (const std::string shortfall = placement::memory_shortfall(bytes); !shortfall.empty()) {
+    root.fail("model", "the job's " + std::to_string(job.world_size()) +
+                           " stage processes (parameters, gradients, Adam state, activations, "
+                           "data) " +
+                           shortfall);
+  }
 }
 
 void parse_checkpoint(const YamlFields& root, LocalJob& job) {
@@ -230,7 +287,7 @@ LocalJob parse_local_job(const std::string& text, const std::string& source,
   if (version != 1) root.fail("format_version", "unsupported version " + std::to_string(version));
   LocalJob job;
   job.source = source;
-  job.name = root.text("name", fs::path(source).stem().string());
+  parse_name(root, source, job);
   const YamlFields training = root.section("training");
   parse_training(training, job);
   parse_model(root, training, job);
@@ -241,15 +298,78 @@ LocalJob parse_local_job(const std::string& text, const std::string& source,
   parse_placement(root, job);
   parse_timeouts(root, job);
   parse_checkpoint(root, job);
+  check_memory(root, job);
   return job;
 }
 
+std::string text_data_problem(const std::string& path) {
+  // Each stage process that reads tokens loads the whole file: a regular file of at most
+  // kMaxTextBytes (not /dev/zero, not a FIFO).
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    return "cannot read '" + path + "': " + std::strerror(errno);
+  }
+  if (!S_ISREG(info.st_mode)) return "'" + path + "' is not a regular file";
+  if (static_cast<uint64_t>(info.st_size) > placement::kMaxTextBytes) {
+    return "'" + path + "' is " + placement::format_bytes(double(info.st_size)) +
+           ", more than the limit of " + placement::format_bytes(double(placement::kMaxTextBytes));
+  }
+  if (!std::ifstream(path)) return "cannot read '" + path + "'";
+  return "";
+}
+
 LocalJob load_local_job(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw LocalJobError(path + ": cannot open the job file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_local_job(text.str(), path, fs::path(path).parent_path().string());
+  std::string error;
+  const std::optional<std::string> text =
+      placement::read_file_bounded(path, placement::kMaxJobFileBytes, &error);
+  if (!text) {
+    const std::string open_failed = "cannot open: ";
+    throw LocalJobError(path +
+                        (error.rfind(open_failed, 0) == 0
+                             ? ": cannot open the job file: " + error.substr(open_failed.size())
+                             : ": cannot read the job file: " + error));
+  }
+  return parse_local_job(*text, path, fs::path(path).parent_path().string());
+}
+
+double estimate_local_job_memory(const LocalJob& job) {
+  const placement::Workload& w = job.workload;
+  const int p = job.stages, v = job.chunks();
+  const double B = w.micro_batch, T = w.seq_len, C = w.hidden, F = w.ffn(), V = w.vocab,
+               NH = w.heads;
+  // Parameters: every layer, the token and position tables on the first stage, the tied
+  // token table's copy on the last (p > 1); fp32 weights, gradients, Adam's m and v.
+  const double parameters = double(w.total_parameters()) + (p > 1 ? V * C : 0.0);
+  const double state = 16.0 * parameters;
+  // One layer's stash per micro-batch in flight (noderuntime/stage/gpt_chunk.cpp): 8 BTC
+  // (ln1, qkv, atty, residual2, ln2, residual3), 2 BTF, 4 BT, B NH T^2 attention weights.
+  const double layer_stash = 4.0 * (B * T * (8 * C + 2 * F + 4) + B * NH * T * T);
+  double activations = 0;
+  int micro_batches = 1;
+  try {
+    micro_batches = w.micro_batches_per_replica(job.replicas);
+  } catch (const placement::WorkloadError&) {
+  }
+  const placement::ScheduleSpec spec{job.schedule.kind, p, micro_batches, v,
+                                     job.schedule.microbatch_group};
+  const double layers_per_chunk = double(w.layers) / (double(p) * v);
+  for (int rank = 0; rank < p; ++rank) {
+    const int in_flight = std::min(placement::warmup_forwards(spec, rank) + 1, micro_batches * v);
+    // The stash, the chunk's input and its gradient, and the scratch of one layer.
+    activations += in_flight * (layers_per_chunk * layer_stash + 8.0 * B * T * C) +
+                   4.0 * B * T * (6 * C + 2 * F);
+  }
+  // The head's logits on the last stage.
+  activations += 4.0 * B * T * V;
+  // The corpus, loaded by the processes that read tokens: first and last stage.
+  double corpus = double(job.data.bytes);
+  if (job.data.kind == stage::DataSpec::Kind::kText) {
+    std::error_code error;
+    corpus = double(fs::file_size(job.data.path, error));
+    if (error) corpus = 0;
+  }
+  const double corpus_copies = p > 1 ? 2 : 1;
+  return job.replicas * (state + activations + corpus_copies * corpus);
 }
 
 }  // namespace tessel::launcher

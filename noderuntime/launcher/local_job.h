@@ -75,10 +75,21 @@ struct LocalJob {
   }
 };
 
-// source names the text in errors; relative paths are resolved against base_dir.
+// source names the text in errors; relative paths are resolved against base_dir. The name
+// (given, or else the file's stem) must be a Kubernetes DNS-1123 label.
 LocalJob parse_local_job(const std::string& text, const std::string& source,
                          const std::string& base_dir);
 // Reads and parses the file. Throws LocalJobError naming the file.
 LocalJob load_local_job(const std::string& path);
+
+// Empty when path is a readable regular file of at most placement::kMaxTextBytes (the training
+// text every token-reading stage process loads whole); else the reason, naming the path.
+std::string text_data_problem(const std::string& path);
+
+// Bytes of memory the job's stage processes need together, at least: fp32 parameters,
+// gradients and Adam state, the activations each rank keeps in flight, the logits, and the
+// corpus in the processes that read tokens. parse_local_job refuses a job whose estimate is
+// more than the memory this machine has available, naming the model.
+double estimate_local_job_memory(const LocalJob& job);
 
 }  // namespace tessel::launcher
