@@ -259,6 +259,8 @@ TEST(TrainingJobCrd, BoundsAreThePlacementLimits) {
   EXPECT_EQ(maximum("spec.batch.globalBatch"), placement::kMaxGlobalBatch);
   EXPECT_EQ(maximum("spec.training.steps"), placement::kMaxSteps);
   EXPECT_EQ(maximum("spec.data.synthetic.bytes"), static_cast<int64_t>(placement::kMaxTextBytes));
+  EXPECT_EQ(maximum("spec.checkpoint.intervalSteps"), placement::kMaxSteps);
+  EXPECT_EQ(maximum("spec.placement.evaluations"), placement::kMaxSearchEvaluations);
 }
 
 }  // namespace
