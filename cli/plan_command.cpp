@@ -1,13 +1,11 @@
 // tessel plan: the placement of stages x replicas on the GPUs of a topology.
-#include <unistd.h>
-
-#include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
+#include <string>
 
 #include "cli/commands.h"
 #include "cli/plan_options.h"
+#include "cli/search_run.h"
 #include "placement/atomic_file.h"
 #include "placement/placement.h"
 
@@ -16,6 +14,9 @@ namespace {
 
 using namespace tessel::placement;
 
+// The exit code of a plan stopped by Ctrl-C (the placement found so far is printed).
+constexpr int kInterruptedExitCode = 130;
+
 struct PlanCommand {
   PlanOptions options;
   std::string format = "table";
@@ -23,19 +24,7 @@ struct PlanCommand {
 
   void run() const {
     PlanInputs in = load_plan_inputs(options);
-    if (isatty(STDERR_FILENO)) {
-      // A progress line, at most ten updates a second.
-      auto last = std::make_shared<std::chrono::steady_clock::time_point>();
-      in.search.progress = [last](const SearchProgress& p) {
-        const auto now = std::chrono::steady_clock::now();
-        if (now - *last < std::chrono::milliseconds(100)) return;
-        *last = now;
-        std::fprintf(stderr, "\rtessel plan: %ld evaluations, best %.4f s, %.1f s elapsed   ",
-                     p.evaluations, p.best_cost, p.elapsed_s);
-      };
-    }
-    const SearchResult result = search_placement(in.objective(), in.search);
-    if (in.search.progress) std::fprintf(stderr, "\r\033[K");
+    const SearchResult result = run_search(in, "tessel plan", true);
     const Placement placement =
         build_placement(in.topology, in.objective(), *in.full, result, in.search);
     std::string text;
@@ -47,9 +36,23 @@ struct PlanCommand {
       text = placement_to_table(placement, in.topology);
     if (output.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);
-      return;
+      std::fflush(stdout);
+    } else {
+      write_file_atomically(output, text);
     }
-    write_file_atomically(output, text);
+    if (result.interrupted) {
+      // Stopped by Ctrl-C: the best placement so far is out; say so, and exit 130 (128 + SIGINT,
+      // as a shell reports a command ended by Ctrl-C) so that scripts see it was cut short.
+      const std::string budget =
+          in.search.evaluations > 0 ? " of " + std::to_string(in.search.evaluations) : "";
+      const std::string where = output.empty() ? "printed above" : "written to " + output;
+      std::fprintf(stderr,
+                   "tessel plan: interrupted after %ld%s evaluations (%.1f s); the best placement "
+                   "found so far (cost %.6g s) is %s\n",
+                   result.evaluations, budget.c_str(), result.elapsed_s, result.best_cost,
+                   where.c_str());
+      throw CLI::RuntimeError(kInterruptedExitCode);
+    }
   }
 };
 

@@ -2,12 +2,12 @@
 // form the planner uses, and optionally write its timeline as a Chrome trace.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <sstream>
 
 #include "cli/commands.h"
 #include "cli/plan_options.h"
+#include "cli/search_run.h"
 #include "placement/atomic_file.h"
 #include "placement/chrome_trace.h"
 #include "placement/iteration_model.h"
@@ -26,30 +26,15 @@ struct SimulateCommand {
   std::string trace_file;
   std::string svg_file;
 
-  // The placement to simulate: read from --placement, else planned here.
+  // The placement to simulate: read from --placement and checked as `tessel local` checks it
+  // (placement::check_placement), else planned here.
   std::vector<std::vector<int>> pipelines(const PlanInputs& in) const {
     if (placement_file.empty()) {
-      const SearchResult result = search_placement(in.objective(), in.search);
+      const SearchResult result = run_search(in, "tessel simulate", false);
       return build_placement(in.topology, in.objective(), *in.full, result, in.search).pipelines;
     }
-    std::ifstream file(placement_file);
-    if (!file) throw std::runtime_error(placement_file + ": cannot open the placement");
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(file);
-    } catch (const nlohmann::json::exception& e) {
-      throw std::runtime_error(placement_file + ": not JSON (" + e.what() + ")");
-    }
-    Placement p;
-    try {
-      p = placement_from_json(j);
-    } catch (const std::exception& e) {
-      throw std::runtime_error(placement_file + ": " + e.what());
-    }
-    if (p.shape.stages != in.shape.stages || p.shape.replicas != in.shape.replicas)
-      throw std::runtime_error(placement_file + ": placement is " + std::to_string(p.shape.stages) +
-                               " x " + std::to_string(p.shape.replicas) +
-                               ", not --stages x --replicas");
+    const Placement p = read_placement_file(placement_file);
+    check_placement(p, in.topology, in.shape, in.workload.layers, placement_file);
     return p.pipelines;
   }
 
