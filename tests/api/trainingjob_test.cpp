@@ -193,7 +193,7 @@ TEST(TrainingJob, InvalidJobsNameEveryFieldAtFault) {
       {"budget beyond the limit",
        [](json& j) { j["spec"]["placement"]["evaluations"] = 2000000000; },
        {"spec.placement.evaluations"},
-       "must be <= 100000000"},
+       "must be <= 10000000"},
       {"int32 overflow",
        [](json& j) { j["spec"]["checkpoint"]["keep"] = 5000000000; },
        {"spec.checkpoint.keep"},
