@@ -93,6 +93,9 @@ std::optional<double> available_memory_bytes() {
 }
 
 std::string memory_shortfall(double bytes) {
+  // Small requests are not checked: the callers sit on hot paths (a schedule is validated at
+  // every cost evaluation), and reading /proc for them would cost more than the work.
+  if (bytes < kMemoryCheckFloorBytes) return "";
   const std::optional<double> available = available_memory_bytes();
   if (!available || bytes <= *available) return "";
   return "needs about " + format_bytes(bytes) + ", more than the " + format_bytes(*available) +

@@ -86,6 +86,8 @@ std::string number_text(double value);
 // Bytes of memory this process can still get: the smallest of the machine's MemAvailable,
 // its control group's memory.max less memory.current, and RLIMIT_AS; nullopt when unknown.
 std::optional<double> available_memory_bytes();
+// Requests smaller than this are taken to fit without asking the system.
+inline constexpr double kMemoryCheckFloorBytes = 64.0 * (1 << 20);
 // Empty when `bytes` fits the memory available; else the reason, e.g. "needs about 12.0 GiB,
 // more than the 9.5 GiB this machine has available".
 std::string memory_shortfall(double bytes);
