@@ -1,5 +1,6 @@
 // The report's own files: the SVG chart (the curve and reference line inside the axes) and the
-// merged Chrome trace (every rank's events on one clock from zero).
+// merged Chrome trace (every rank's events on one clock from zero); the status line's count of
+// the steps a run did (a resumed run says the steps it ran and where it resumed).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "noderuntime/launcher/run_report.h"
 #include "noderuntime/launcher/svg_chart.h"
 #include "noderuntime/launcher/trace_merge.h"
 
@@ -83,6 +85,29 @@ TEST(TraceMerge, RanksShareOneTimelineStartingAtZero) {
   EXPECT_THROW(merge_traces({(dir / "broken.json").string()}, (dir / "out.json").string()),
                std::runtime_error);
   fs::remove_all(dir);
+}
+
+LocalRunResult ran(std::optional<int64_t> resumed_from, std::vector<int64_t> steps) {
+  LocalRunResult r;
+  r.resumed_from = resumed_from;
+  r.wall_s = 12.34;
+  for (int64_t step : steps) r.steps.push_back(StepSummary{step});
+  return r;
+}
+
+TEST(ReportSteps, AResumedRunSaysTheStepsItRanAndWhereItResumed) {
+  LocalJob job;
+  job.training.steps = 60;
+  EXPECT_EQ(steps_done_text(job, ran(std::nullopt, {1, 2, 3})), "3 of 60 steps in 12.3 s");
+  EXPECT_EQ(steps_done_text(job, ran(std::nullopt, {})), "0 of 60 steps in 12.3 s");
+  std::vector<int64_t> later;
+  for (int64_t step = 29; step <= 60; ++step) later.push_back(step);
+  EXPECT_EQ(steps_done_text(job, ran(28, later)),
+            "32 steps run (29 to 60 of 60), resumed from step 28, in 12.3 s");
+  EXPECT_EQ(steps_done_text(job, ran(59, {60})),
+            "1 step run (60 to 60 of 60), resumed from step 59, in 12.3 s");
+  EXPECT_EQ(steps_done_text(job, ran(28, {})),
+            "0 steps run (32 left of 60), resumed from step 28, in 12.3 s");
 }
 
 }  // namespace
