@@ -183,12 +183,12 @@ TEST_F(LocalRunFailure, RankWithABadCheckpointIsBlamedNotTheNeighbourThatSawItGo
 }
 
 TEST_F(LocalRunFailure, AStagesOwnCauseComesBeforeAReportThatCannotBeWritten) {
-  // 2 KiB: the launcher's job.json and topology.yaml fit, a rank's checkpoint file (some
-  // 250 KB) and report.md (some 3.5 KB) do not.
+  // 3 KiB: the launcher's job.json and topology.yaml (under 2 KB) fit, a rank's checkpoint file
+  // (some 250 KB) and report.md (over 3.5 KB) do not.
   const std::string job = write_job(job_with(
       3, "timeouts: {connect_s: 30, io_s: 30}\ncheckpoint: {interval: 1, resume: true}\n"));
   std::string output;
-  EXPECT_EQ(run_with_file_size_limit({"local", job, "--output", out()}, 2048, &output), 1)
+  EXPECT_EQ(run_with_file_size_limit({"local", job, "--output", out()}, 3072, &output), 1)
       << output;
   const size_t cause = output.find(".safetensors: cannot write: File too large");
   const size_t report = output.find("tessel local: error: the report was not written: " + out() +
