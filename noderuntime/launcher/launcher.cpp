@@ -185,7 +185,9 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   result.message = run.message;
   result.wall_s = run.wall_s;
   result.steps = tracker.steps();
-  result.resumed_from = tracker.resumed_from();
+  // The processes say where they resumed; when none got to say it, the checkpoint the launcher
+  // saw is where they were to resume.
+  result.resumed_from = tracker.resumed_from() ? tracker.resumed_from() : resuming;
   result.measured_iteration_s = tracker.iteration_s();
   for (int rank = 0; rank < job.world_size(); ++rank) {
     result.ranks[rank].steps = tracker.per_rank()[rank];

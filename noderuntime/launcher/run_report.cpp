@@ -208,7 +208,7 @@ std::string steps_done_text(const LocalJob& job, const LocalRunResult& r) {
   }
   const long long from = static_cast<long long>(*r.resumed_from);
   if (r.steps.empty()) {
-    return printf_text("0 steps run (%lld left of %d), resumed from step %lld, in %.1f s",
+    return printf_text("0 steps run (%lld left of %d after the checkpoint of step %lld) in %.1f s",
                        job.training.steps - from, job.training.steps, from, r.wall_s);
   }
   return printf_text("%lld step%s run (%lld to %lld of %d), resumed from step %lld, in %.1f s", run,

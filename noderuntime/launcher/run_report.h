@@ -14,7 +14,8 @@ namespace tessel::launcher {
 double final_loss(const std::vector<StepSummary>& steps);
 
 // What the run did, for the report's status line and the launcher's last line: "3 of 3 steps
-// in 4.2 s"; resumed: "32 steps run (29 to 60 of 60), resumed from step 28, in 12.3 s".
+// in 4.2 s"; resumed: "32 steps run (29 to 60 of 60), resumed from step 28, in 12.3 s", or
+// "0 steps run (32 left of 60 after the checkpoint of step 28) in 1.2 s".
 std::string steps_done_text(const LocalJob& job, const LocalRunResult& result);
 
 // Writes report.md and, when there are steps, loss.svg into result.output_dir. Throws

@@ -180,6 +180,10 @@ TEST_F(LocalRunFailure, RankWithABadCheckpointIsBlamedNotTheNeighbourThatSawItGo
   ASSERT_NE(error, std::string::npos);
   EXPECT_NE(output.find("rank-00001.safetensors", error), std::string::npos) << output;
   EXPECT_NE(report().find("**failed**: stage 1 replica 0 (rank 1)"), std::string::npos) << report();
+  // No step ran after the checkpoint of step 2.
+  EXPECT_NE(report().find("; 0 steps run (2 left of 4 after the checkpoint of step 2) in "),
+            std::string::npos)
+      << report();
 }
 
 TEST_F(LocalRunFailure, AStagesOwnCauseComesBeforeAReportThatCannotBeWritten) {

@@ -107,7 +107,7 @@ TEST(ReportSteps, AResumedRunSaysTheStepsItRanAndWhereItResumed) {
   EXPECT_EQ(steps_done_text(job, ran(59, {60})),
             "1 step run (60 to 60 of 60), resumed from step 59, in 12.3 s");
   EXPECT_EQ(steps_done_text(job, ran(28, {})),
-            "0 steps run (32 left of 60), resumed from step 28, in 12.3 s");
+            "0 steps run (32 left of 60 after the checkpoint of step 28) in 12.3 s");
 }
 
 }  // namespace
