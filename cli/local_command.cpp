@@ -7,17 +7,19 @@
 #include "cli/commands.h"
 #include "cli/validators.h"
 #include "noderuntime/launcher/launcher.h"
+#include "noderuntime/launcher/trainingjob_local.h"
 
 namespace tessel::cli {
 namespace {
 
 struct LocalCommand {
   std::string job_file;
+  std::string topology_file;
   launcher::LocalRunOptions options;
   int steps = 0;
 
   void run() {
-    const launcher::LocalJob job = launcher::load_local_job(job_file);
+    const launcher::LocalJob job = launcher::load_job_file(job_file, topology_file);
     if (options.output_dir.empty()) options.output_dir = launcher::default_output_dir(job);
     if (steps > 0) options.steps = steps;
     options.tty = isatty(STDOUT_FILENO);
@@ -33,8 +35,14 @@ void add_local_command(CLI::App& app) {
   auto cmd = std::make_shared<LocalCommand>();
   CLI::App* sub = app.add_subcommand(
       "local", "Train a job on this machine: one process per stage x replica, links emulated");
-  sub->add_option("job", cmd->job_file, "Local job file (YAML; examples/local/)")
+  sub->add_option("job", cmd->job_file,
+                  "A TrainingJob manifest (examples/trainingjobs/) or a local job file "
+                  "(examples/local/)")
       ->required()
+      ->check(CLI::ExistingFile);
+  sub->add_option("--topology", cmd->topology_file,
+                  "The network to emulate for a TrainingJob manifest (a topology file, e.g. "
+                  "examples/local/two-sites.yaml)")
       ->check(CLI::ExistingFile);
   sub->add_option("--output", cmd->options.output_dir,
                   "Folder for the report, trace, logs (default tessel-runs/<job name>)");
