@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "placement/gpu_models.h"
 #include "placement/limits.h"
 
 namespace tessel::placement {
@@ -51,18 +52,6 @@ constexpr LandBox kLand[] = {
     {10, 30, 70, 88},      // India
     {22, 45, 100, 140},    // East Asia
     {-38, -20, 115, 153},  // Australia
-};
-
-struct GpuModel {
-  const char* name;
-  double peak_tflops;  // dense 16-bit tensor core
-  double peak_tflops_fp32;
-  double memory_gib;
-};
-constexpr GpuModel kGpuModels[] = {
-    {"H100-SXM", 989, 67, 80},         {"H200", 989, 67, 141},
-    {"A100-SXM", 312, 19.5, 80},       {"L40S", 362, 91.6, 48},
-    {"V100-SXM2-16GB", 125, 15.7, 16},
 };
 
 constexpr double kEarthRadiusKm = 6371.0;
@@ -167,28 +156,24 @@ std::vector<Site> place_sites(int count, Random& random) {
 // One GPU model per site; the topology lists only the models in use.
 void equip_sites(Topology& topology, int devices, bool mixed, Random& random) {
   const int site_count = static_cast<int>(topology.sites.size());
-  std::vector<const GpuModel*> used;
+  const std::vector<GpuType>& models = known_gpu_types();
+  std::vector<size_t> used;
   for (int s = 0; s < site_count; ++s) {
     Site& site = topology.sites[s];
-    const GpuModel& model = mixed ? kGpuModels[random.below(std::size(kGpuModels))] : kGpuModels[0];
-    if (std::find(used.begin(), used.end(), &model) == used.end()) used.push_back(&model);
+    const size_t model = mixed ? random.below(kGeneratedGpuModels) : 0;
+    if (std::find(used.begin(), used.end(), model) == used.end()) used.push_back(model);
     // As even as possible: the first devices % sites sites get one more.
     site.gpus = devices / site_count + (s < devices % site_count ? 1 : 0);
     for (int g = 0; g < site.gpus; ++g) {
       topology.devices.push_back({.id = topology.size(),
                                   .site = site.name,
-                                  .gpu = model.name,
-                                  .peak_tflops = model.peak_tflops,
-                                  .memory_gib = model.memory_gib});
+                                  .gpu = models[model].name,
+                                  .peak_tflops = models[model].peak_tflops,
+                                  .memory_gib = models[model].memory_gib});
     }
   }
   std::sort(used.begin(), used.end());  // catalogue order
-  for (const GpuModel* model : used) {
-    topology.gpu_types.push_back({.name = model->name,
-                                  .peak_tflops = model->peak_tflops,
-                                  .peak_tflops_fp32 = model->peak_tflops_fp32,
-                                  .memory_gib = model->memory_gib});
-  }
+  for (const size_t model : used) topology.gpu_types.push_back(models[model]);
 }
 
 Link inter_site_link(const Site& a, const Site& b, const GeoTopologySpec& spec, Random& random) {
