@@ -96,8 +96,12 @@ struct NamedEntry {
 // Interprets one kubeconfig file. Every error names the file and the field.
 class KubeconfigReader {
  public:
+  // A kubeconfig file: relative paths in it resolve against its directory.
   explicit KubeconfigReader(std::string path)
       : path_(std::move(path)), directory_(std::filesystem::path(path_).parent_path()) {}
+  // A kubeconfig given as bytes, named `source` in errors, read under `policy`.
+  KubeconfigReader(std::string source, std::string text, KubeconfigBytesPolicy policy)
+      : path_(std::move(source)), text_(std::move(text)), bytes_policy_(policy) {}
 
   ClusterConfig load(const std::string& context) const {
     const YAML::Node root = parse();
@@ -139,7 +143,7 @@ class KubeconfigReader {
 
   YAML::Node parse() const {
     std::string error;
-    const auto text = read_file(path_, error);
+    const auto text = bytes_policy_ ? text_ : read_file(path_, error);
     if (!text) fail("", "cannot read kubeconfig: " + error);
     try {
       return YAML::Load(*text);
@@ -232,6 +236,11 @@ class KubeconfigReader {
   }
 
   std::string read_referenced_file(const std::string& field, const std::string& file) const {
+    if (bytes_policy_) {
+      fail(field, "refers to the file '" + file +
+                      "'; a kubeconfig given as bytes must carry "
+                      "its credentials and certificates inline (the -data fields, token)");
+    }
     const std::string resolved = resolve(file);
     std::string error;
     auto content = read_file(resolved, error);
@@ -276,6 +285,18 @@ class KubeconfigReader {
     if (config.insecure_skip_tls_verify && !config.ca_pem.empty()) {
       fail(field_path(cluster.path, "insecure-skip-tls-verify"),
            "cannot be combined with a certificate authority (kubectl refuses it too)");
+    }
+    if (bytes_policy_ && !bytes_policy_->allow_insecure) {
+      if (config.insecure_skip_tls_verify) {
+        fail(field_path(cluster.path, "insecure-skip-tls-verify"),
+             "refused: the server's identity would not be checked (" +
+                 bytes_policy_->allow_insecure_hint + ")");
+      }
+      if (config.server.rfind("http://", 0) == 0) {
+        fail(field_path(cluster.path, "server"), "'" + redact_userinfo(config.server) +
+                                                     "' is plain HTTP: refused (" +
+                                                     bytes_policy_->allow_insecure_hint + ")");
+      }
     }
     config.tls_server_name =
         string_field(cluster.body, cluster.path, "tls-server-name").value_or("");
@@ -328,6 +349,8 @@ class KubeconfigReader {
 
   const std::string path_;
   const std::filesystem::path directory_;
+  const std::optional<std::string> text_;                    // set for bytes
+  const std::optional<KubeconfigBytesPolicy> bytes_policy_;  // set for bytes
 };
 
 std::string bracket_ipv6(const std::string& host) {
@@ -368,6 +391,16 @@ std::string describe(const ClusterConfig& config) {
 
 ClusterConfig load_kubeconfig(const std::string& path, const std::string& context) {
   return KubeconfigReader(path).load(context);
+}
+
+ClusterConfig kubeconfig_from_bytes(const std::string& text, const std::string& source,
+                                    const KubeconfigBytesPolicy& policy,
+                                    const std::string& context) {
+  if (text.size() > kMaxKubeconfigBytes) {
+    throw KubeConfigError(source + ": " + std::to_string(text.size()) +
+                          " bytes, more than the limit of " + std::to_string(kMaxKubeconfigBytes));
+  }
+  return KubeconfigReader(source, text, policy).load(context);
 }
 
 ClusterConfig in_cluster_config(const InClusterPaths& paths) {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -50,6 +51,26 @@ std::string describe(const ClusterConfig& config);
 // user are interpreted, so other entries may use features tessel refuses.
 // Throws KubeConfigError.
 ClusterConfig load_kubeconfig(const std::string& path, const std::string& context = "");
+
+// How a kubeconfig given as bytes (a member cluster's, from a Secret) is read: it may refer to
+// no file (the operator reads no files on a member's behalf), and unverified TLS (skipping
+// verification, or plain HTTP) is refused unless allowed. Exec and auth-provider plugins are
+// refused as for files.
+struct KubeconfigBytesPolicy {
+  bool allow_insecure = false;
+  // Said when insecure TLS is refused: how to allow it.
+  std::string allow_insecure_hint = "allow it explicitly if this is a test cluster";
+};
+
+// A Secret holds at most 1 MiB; a kubeconfig is a few KiB.
+inline constexpr std::size_t kMaxKubeconfigBytes = 1 << 20;
+
+// Loads `context` (or the current-context when empty) from kubeconfig bytes; `source` names
+// them in errors ("Secret tessel-system/member-a-kubeconfig[kubeconfig]"). Throws
+// KubeConfigError naming the source and the field.
+ClusterConfig kubeconfig_from_bytes(const std::string& text, const std::string& source,
+                                    const KubeconfigBytesPolicy& policy,
+                                    const std::string& context = "");
 
 inline constexpr const char* kServiceAccountDirectory =
     "/var/run/secrets/kubernetes.io/serviceaccount";
