@@ -16,19 +16,13 @@
 //     timeout_s: 60                         # the bound (default 60)
 //     fsize_limit: 4096                     # RLIMIT_FSIZE for the run: a full disk
 // {src} is the source tree, {dir} the case's folder; both may appear in args and stderr.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -36,6 +30,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "tests/cli/tessel_run.h"
 
 namespace {
 
@@ -126,83 +122,6 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-struct Run {
-  bool timed_out = false;
-  int raw_status = 0;
-  std::string out;
-  std::string err;
-  double seconds = 0;
-};
-
-// Runs the tessel binary with args in dir, in its own process group, killed at the bound.
-Run run_tessel(const std::vector<std::string>& args, const fs::path& dir, double timeout_s,
-               long fsize_limit) {
-  int out_pipe[2], err_pipe[2];
-  if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
-  std::vector<std::string> argv_text = {TESSEL_BINARY};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(out_pipe[1], 1);
-    dup2(err_pipe[1], 2);
-    close(out_pipe[0]);
-    close(err_pipe[0]);
-    const int null = open("/dev/null", O_RDONLY);
-    dup2(null, 0);
-    if (chdir(dir.c_str()) != 0) _exit(126);
-    if (fsize_limit > 0) {
-      signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG, as a full disk does
-      rlimit limit{static_cast<rlim_t>(fsize_limit), static_cast<rlim_t>(fsize_limit)};
-      setrlimit(RLIMIT_FSIZE, &limit);
-    }
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  close(out_pipe[1]);
-  close(err_pipe[1]);
-  Run run;
-  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
-  std::string* sinks[2] = {&run.out, &run.err};
-  int open_pipes = 2;
-  const auto deadline = start + std::chrono::duration<double>(timeout_s);
-  while (open_pipes > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) {
-      run.timed_out = true;
-      kill(-pid, SIGKILL);
-      break;
-    }
-    if (poll(fds, 2, static_cast<int>(std::min<long>(left.count(), 1000))) < 0 && errno != EINTR)
-      break;
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      char buffer[4096];
-      const ssize_t n = read(fds[i].fd, buffer, sizeof(buffer));
-      if (n > 0) {
-        sinks[i]->append(buffer, static_cast<size_t>(n));
-      } else {
-        close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_pipes;
-      }
-    }
-  }
-  for (const pollfd& p : fds) {
-    if (p.fd >= 0) close(p.fd);
-  }
-  waitpid(pid, &run.raw_status, 0);
-  kill(-pid, SIGKILL);  // whatever it started and left behind
-  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return run;
-}
-
 class HostileInputs : public testing::TestWithParam<HostileCase> {};
 
 TEST_P(HostileInputs, EndsCleanly) {
@@ -224,8 +143,9 @@ TEST_P(HostileInputs, EndsCleanly) {
   std::vector<std::string> args;
   for (const std::string& a : c.args) args.push_back(substitute(a, dir));
 
-  const struct Run run = run_tessel(args, dir, c.timeout_s, c.fsize_limit);
-  const std::string shown = "\n--- stdout\n" + run.out + "\n--- stderr\n" + run.err;
+  const tessel::cli_testing::TesselRun run =
+      tessel::cli_testing::run_tessel(args, {dir.string(), c.timeout_s, c.fsize_limit, {}});
+  const std::string shown = run.shown();
   ASSERT_FALSE(run.timed_out) << "still running after " << c.timeout_s << " s" << shown;
   ASSERT_TRUE(WIFEXITED(run.raw_status))
       << "killed by signal " << WTERMSIG(run.raw_status) << shown;

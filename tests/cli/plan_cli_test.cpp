@@ -105,7 +105,8 @@ TEST(TesselSimulate, ComparesTheSimulationWithTheClosedFormAndWritesATrace) {
   const std::string svg = ::testing::TempDir() + "/timeline.svg";
   const Outcome r = tessel("simulate --topology " + kTopologies +
                            "4-regional-geo.yaml --stages 8 --replicas 8 --evaluations 200 "
-                           "--trace " + trace + " --svg " + svg);
+                           "--trace " +
+                           trace + " --svg " + svg);
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("simulated"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("closed form"), std::string::npos) << r.output;
@@ -156,11 +157,12 @@ namespace {
 
 TEST(TesselSchedule, PrintsEveryRanksListChecksItAndDrawsIt) {
   const std::string svg = ::testing::TempDir() + "/tessel-schedule.svg";
-  const Outcome r = tessel("schedule --kind interleaved --stages 2 --micro-batches 4 --chunks 2 "
-                           "--svg " + svg);
+  const Outcome r = tessel(
+      "schedule --kind interleaved --stages 2 --micro-batches 4 --chunks 2 "
+      "--svg " +
+      svg);
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_NE(r.output.find("rank 0: Forward mb0 c0; SendActivation mb0 c0 to 1;"),
-            std::string::npos)
+  EXPECT_NE(r.output.find("rank 0: Forward mb0 c0; SendActivation mb0 c0 to 1;"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("rank 1: RecvActivation mb0 c0 from 0;"), std::string::npos);
   // (p-1)/(v m + p-1) of the iteration is bubble: 1/9.

@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -17,6 +18,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #ifndef TESSEL_BINARY
@@ -158,5 +161,29 @@ class LauncherProcess {
   int status_ = -1;
   std::string output_;
 };
+
+// Waits (up to 30 s) for the launcher's four stage processes to be running; empty if they
+// never are.
+inline std::vector<std::pair<pid_t, int>> four_children(pid_t launcher) {
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       std::chrono::steady_clock::now() < deadline;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    const auto children = stage_children(launcher);
+    if (children.size() == 4) return children;
+  }
+  return {};
+}
+
+// Every one of them ends within 10 s (the kernel kills orphans of a dead launcher).
+inline void expect_all_gone(const std::vector<std::pair<pid_t, int>>& children) {
+  for (const auto& [pid, rank] : children) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (process_running(pid) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(process_running(pid))
+        << "rank " << rank << " (pid " << pid << ") outlived the launcher";
+  }
+}
 
 }  // namespace tessel::launcher::testing

@@ -96,26 +96,6 @@ class LocalRunFailure : public ::testing::Test {
   std::string out() const { return (dir_ / "out").string(); }
   std::string report() const { return read_text(dir_ / "out" / "report.md"); }
 
-  static std::vector<std::pair<pid_t, int>> four_children(pid_t launcher) {
-    for (auto deadline = std::chrono::steady_clock::now() + 30s;
-         std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
-      const auto children = testing::stage_children(launcher);
-      if (children.size() == 4) return children;
-    }
-    return {};
-  }
-
-  static void expect_all_gone(const std::vector<std::pair<pid_t, int>>& children) {
-    for (const auto& [pid, rank] : children) {
-      auto deadline = std::chrono::steady_clock::now() + 10s;
-      while (testing::process_running(pid) && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(20ms);
-      }
-      EXPECT_FALSE(testing::process_running(pid))
-          << "rank " << rank << " (pid " << pid << ") outlived the launcher";
-    }
-  }
-
   // Runs `tessel local job.yaml --output out [extra...]` to its end; returns its exit status.
   int run(const std::string& job, std::vector<std::string> extra, std::string* output) {
     std::vector<std::string> args = {"local", job, "--output", out()};
@@ -135,7 +115,7 @@ TEST_F(LocalRunFailure, StoppedRankIsBlamedNotThePeersThatTimedOutOnIt) {
                             write_job(job_with(100000, "timeouts: {connect_s: 30, io_s: 5}\n")),
                             "--output", out(), "--grace", "120"});
   ASSERT_TRUE(launcher.wait_for_line("step 2/", 120s)) << launcher.output();
-  const auto children = four_children(launcher.pid());
+  const auto children = testing::four_children(launcher.pid());
   ASSERT_EQ(children.size(), 4u);
   pid_t victim = -1;
   for (const auto& [pid, rank] : children) {
@@ -157,7 +137,7 @@ TEST_F(LocalRunFailure, StoppedRankIsBlamedNotThePeersThatTimedOutOnIt) {
                                    "stop by itself: killing it"),
             std::string::npos)
       << launcher.output();
-  expect_all_gone(children);
+  testing::expect_all_gone(children);
   EXPECT_NE(report().find("**failed**: stage 1 replica 0 (rank 1) (pid " + std::to_string(victim) +
                           ") stopped answering: "),
             std::string::npos)

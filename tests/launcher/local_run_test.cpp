@@ -39,28 +39,6 @@ class LocalRun : public ::testing::Test {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   }
 
-  // Waits for the launcher's four stage processes to be running.
-  static std::vector<std::pair<pid_t, int>> four_children(pid_t launcher) {
-    for (auto deadline = std::chrono::steady_clock::now() + 30s;
-         std::chrono::steady_clock::now() < deadline; std::this_thread::sleep_for(20ms)) {
-      const auto children = testing::stage_children(launcher);
-      if (children.size() == 4) return children;
-    }
-    return {};
-  }
-
-  // Every one of them ends within a few seconds (the kernel kills orphans of a dead launcher).
-  static void expect_all_gone(const std::vector<std::pair<pid_t, int>>& children) {
-    for (const auto& [pid, rank] : children) {
-      auto deadline = std::chrono::steady_clock::now() + 10s;
-      while (testing::process_running(pid) && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(20ms);
-      }
-      EXPECT_FALSE(testing::process_running(pid))
-          << "rank " << rank << " (pid " << pid << ") outlived the launcher";
-    }
-  }
-
   fs::path dir_;
 };
 
@@ -112,7 +90,7 @@ TEST_F(LocalRun, KilledStageProcessEndsTheJobWithAnErrorNamingIt) {
   LauncherProcess launcher(
       {"local", write_job(testing::tiny_job_yaml(100000)), "--output", out(), "--grace", "20"});
   ASSERT_TRUE(launcher.wait_for_line("step 2/", 120s)) << launcher.output();
-  const auto children = four_children(launcher.pid());
+  const auto children = testing::four_children(launcher.pid());
   ASSERT_EQ(children.size(), 4u);
   pid_t victim = -1;
   for (const auto& [pid, rank] : children) {
@@ -125,14 +103,14 @@ TEST_F(LocalRun, KilledStageProcessEndsTheJobWithAnErrorNamingIt) {
                                    std::to_string(victim) + ") was killed by SIGKILL"),
             std::string::npos)
       << launcher.output();
-  expect_all_gone(children);
+  testing::expect_all_gone(children);
   EXPECT_NE(report().find("**failed**: stage 1 replica 0 (rank 1)"), std::string::npos);
 }
 
 TEST_F(LocalRun, SigintStopsEveryStageProcessAfterItsStep) {
   LauncherProcess launcher({"local", write_job(testing::tiny_job_yaml(100000)), "--output", out()});
   ASSERT_TRUE(launcher.wait_for_line("step 1/", 120s)) << launcher.output();
-  const auto children = four_children(launcher.pid());
+  const auto children = testing::four_children(launcher.pid());
   ASSERT_EQ(children.size(), 4u);
   ASSERT_EQ(kill(launcher.pid(), SIGINT), 0);
   EXPECT_EQ(launcher.finish(60s), 128 + SIGINT) << launcher.output();
@@ -140,7 +118,7 @@ TEST_F(LocalRun, SigintStopsEveryStageProcessAfterItsStep) {
   EXPECT_NE(launcher.output().find("tessel local: stopped by SIGINT after step "),
             std::string::npos)
       << launcher.output();
-  expect_all_gone(children);
+  testing::expect_all_gone(children);
   const std::string text = report();
   EXPECT_NE(text.find("**stopped** by SIGINT: "), std::string::npos) << text;
   // Every process stopped by itself after its step: none needed killing.
@@ -150,11 +128,11 @@ TEST_F(LocalRun, SigintStopsEveryStageProcessAfterItsStep) {
 TEST_F(LocalRun, KilledLauncherTakesItsStageProcessesWithIt) {
   LauncherProcess launcher({"local", write_job(testing::tiny_job_yaml(100000)), "--output", out()});
   ASSERT_TRUE(launcher.wait_for_line("step 1/", 120s)) << launcher.output();
-  const auto children = four_children(launcher.pid());
+  const auto children = testing::four_children(launcher.pid());
   ASSERT_EQ(children.size(), 4u);
   ASSERT_EQ(kill(launcher.pid(), SIGKILL), 0);
   EXPECT_EQ(launcher.finish(30s), 128 + SIGKILL);
-  expect_all_gone(children);
+  testing::expect_all_gone(children);
 }
 
 TEST_F(LocalRun, BadJobFileIsRefusedNamingTheField) {
