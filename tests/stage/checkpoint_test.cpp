@@ -145,6 +145,27 @@ TEST_F(Checkpoints, TheTopManifestNamesTheCurrentStepAndListsEveryFile) {
   }
 }
 
+TEST_F(Checkpoints, RankFilesHoldWeightsMomentsAndPosition) {
+  save_steps(1);
+  // Rank 1 is stage 1 of replica 0 in the standard layout: the last stage.
+  const SafetensorsFile file = read_safetensors(checkpoint_rank_file(dir(), 1, 1));
+  EXPECT_EQ(file.metadata.at("stage"), "1");
+  EXPECT_EQ(file.metadata.at("replica"), "0");
+  EXPECT_EQ(file.metadata.at("step"), "1");
+  // One step read D x m x B = 2 x 2 x 2 sequences.
+  EXPECT_EQ(file.metadata.at("data_position"), "8");
+  EXPECT_TRUE(file.tensors.count("lm_head.weight"));
+  EXPECT_TRUE(file.tensors.count("lm_head.weight.adam_v"));
+  EXPECT_TRUE(file.tensors.count("h.3.mlp.fc.weight.adam_m"));
+  EXPECT_FALSE(file.tensors.count("wte.weight"));
+  EXPECT_EQ(file.tensors.at("h.2.attn.qkv.weight").shape, (std::vector<int64_t>{96, 32}));
+  // Every tensor has its checksum, and the metadata one of its own.
+  for (const auto& [name, tensor] : file.tensors) {
+    EXPECT_TRUE(file.metadata.count("crc32c:" + name)) << name;
+  }
+  EXPECT_TRUE(file.metadata.count("metadata_crc32c"));
+}
+
 TEST_F(Checkpoints, ATornStepFolderIsIgnoredAndNeverUsed) {
   save_steps(2);
   // A save of step 3 that never finished: rank files, no manifest.
