@@ -10,6 +10,7 @@ packages=(
   libcurl4-openssl-dev libssl-dev openssl
   libopenblas-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libcpprest-dev  # the operator's HTTPS server (admission webhook)
   python3  # bench/gpu's table script, checked by a smoke test
 )
 # Tests of what users type run the real kubectl: whichever is on PATH, else Debian's.
