@@ -9,7 +9,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstring>
@@ -20,6 +19,7 @@
 
 #include "launcher_process.h"
 #include "noderuntime/launcher/local_job.h"
+#include "tests/full_disk.h"
 
 namespace tessel::launcher {
 namespace {
@@ -252,19 +252,10 @@ TEST_F(CheckpointDamage, AFullDiskDuringASaveNamesTheFileAndKeepsThePreviousChec
   const auto before = stage::testing::snapshot(ckpt());
   // The launcher and its stage processes inherit a 1 MiB file-size limit (a rank file is about
   // 5 MB) and an ignored SIGXFSZ, so the first save of the resumed run fails with EFBIG.
-  struct sigaction ignore {
-  }, previous{};
-  ignore.sa_handler = SIG_IGN;
-  sigaction(SIGXFSZ, &ignore, &previous);
-  rlimit old_limit{};
-  getrlimit(RLIMIT_FSIZE, &old_limit);
-  rlimit small = old_limit;
-  small.rlim_cur = 1 << 20;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  tessel::testing::FullDisk full(1 << 20);
   LauncherProcess launcher(
       {"local", job_file(dir_, fables_job(5)), "--output", (dir_ / "out").string()});
-  setrlimit(RLIMIT_FSIZE, &old_limit);
-  sigaction(SIGXFSZ, &previous, nullptr);
+  full.restore();
   EXPECT_EQ(launcher.finish(300s), 1) << launcher.output();
   const std::string& out = launcher.output();
   const std::string error = error_line(out);

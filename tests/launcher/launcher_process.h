@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -174,6 +175,14 @@ inline std::vector<std::pair<pid_t, int>> four_children(pid_t launcher) {
   return {};
 }
 
+// The pid of `rank` among stage_children's, or -1.
+inline pid_t pid_of_rank(const std::vector<std::pair<pid_t, int>>& children, int rank) {
+  for (const auto& [pid, r] : children) {
+    if (r == rank) return pid;
+  }
+  return -1;
+}
+
 // Every one of them ends within 10 s (the kernel kills orphans of a dead launcher).
 inline void expect_all_gone(const std::vector<std::pair<pid_t, int>>& children) {
   for (const auto& [pid, rank] : children) {
@@ -185,5 +194,32 @@ inline void expect_all_gone(const std::vector<std::pair<pid_t, int>>& children) 
         << "rank " << rank << " (pid " << pid << ") outlived the launcher";
   }
 }
+
+// A fresh folder per test (named after the suite, the test and this process) for a job file and
+// the run's output folder `out`.
+class JobFolderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("tessel-" + std::string(test->test_suite_name()) + "-" + std::to_string(::getpid()) +
+            "-" + test->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write_job(const std::string& text) const {
+    std::ofstream(dir_ / "job.yaml") << text;
+    return (dir_ / "job.yaml").string();
+  }
+  std::string out() const { return (dir_ / "out").string(); }
+  std::string report() const {
+    std::ifstream in(dir_ / "out" / "report.md");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
+  std::filesystem::path dir_;
+};
 
 }  // namespace tessel::launcher::testing

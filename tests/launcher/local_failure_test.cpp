@@ -78,24 +78,8 @@ int run_with_file_size_limit(const std::vector<std::string>& args, rlim_t limit,
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-class LocalRunFailure : public ::testing::Test {
+class LocalRunFailure : public testing::JobFolderTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tessel-local-failure-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write_job(const std::string& text) const {
-    std::ofstream(dir_ / "job.yaml") << text;
-    return (dir_ / "job.yaml").string();
-  }
-  std::string out() const { return (dir_ / "out").string(); }
-  std::string report() const { return read_text(dir_ / "out" / "report.md"); }
-
   // Runs `tessel local job.yaml --output out [extra...]` to its end; returns its exit status.
   int run(const std::string& job, std::vector<std::string> extra, std::string* output) {
     std::vector<std::string> args = {"local", job, "--output", out()};
@@ -105,8 +89,6 @@ class LocalRunFailure : public ::testing::Test {
     *output = launcher.output();
     return status;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(LocalRunFailure, StoppedRankIsBlamedNotThePeersThatTimedOutOnIt) {
@@ -117,10 +99,7 @@ TEST_F(LocalRunFailure, StoppedRankIsBlamedNotThePeersThatTimedOutOnIt) {
   ASSERT_TRUE(launcher.wait_for_line("step 2/", 120s)) << launcher.output();
   const auto children = testing::four_children(launcher.pid());
   ASSERT_EQ(children.size(), 4u);
-  pid_t victim = -1;
-  for (const auto& [pid, rank] : children) {
-    if (rank == 1) victim = pid;
-  }
+  const pid_t victim = testing::pid_of_rank(children, 1);
   ASSERT_GT(victim, 0);
   ASSERT_EQ(kill(victim, SIGSTOP), 0);
   // Well inside the 120 s grace: the stopped process is killed at once, not waited for.

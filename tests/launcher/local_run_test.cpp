@@ -18,29 +18,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using testing::LauncherProcess;
 
-class LocalRun : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("tessel-local-run-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write_job(const std::string& text) const {
-    std::ofstream(dir_ / "job.yaml") << text;
-    return (dir_ / "job.yaml").string();
-  }
-  std::string out() const { return (dir_ / "out").string(); }
-  std::string report() const {
-    std::ifstream in(dir_ / "out" / "report.md");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  }
-
-  fs::path dir_;
-};
+using LocalRun = testing::JobFolderTest;
 
 TEST_F(LocalRun, TwoByTwoJobFinishesWithReportLossCurveAndTrace) {
   LauncherProcess launcher(
@@ -92,10 +70,7 @@ TEST_F(LocalRun, KilledStageProcessEndsTheJobWithAnErrorNamingIt) {
   ASSERT_TRUE(launcher.wait_for_line("step 2/", 120s)) << launcher.output();
   const auto children = testing::four_children(launcher.pid());
   ASSERT_EQ(children.size(), 4u);
-  pid_t victim = -1;
-  for (const auto& [pid, rank] : children) {
-    if (rank == 1) victim = pid;
-  }
+  const pid_t victim = testing::pid_of_rank(children, 1);
   ASSERT_GT(victim, 0);
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   EXPECT_EQ(launcher.finish(60s), 1) << launcher.output();

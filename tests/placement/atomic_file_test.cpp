@@ -3,14 +3,14 @@
 #include "placement/atomic_file.h"
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "tests/full_disk.h"
 
 namespace tessel::placement {
 namespace {
@@ -24,12 +24,12 @@ std::string read(const fs::path& path) {
   return text.str();
 }
 
-class AtomicFile : public testing::Test {
+class AtomicFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ =
-        fs::temp_directory_path() / ("tessel-atomic-" + std::to_string(::getpid()) + "-" +
-                                     testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("tessel-atomic-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -65,20 +65,13 @@ TEST_F(AtomicFile, LargeContentsArriveWhole) {
 TEST_F(AtomicFile, AFullDiskLeavesTheOldFileAndNamesTheCause) {
   const fs::path path = dir_ / "topo.yaml";
   write_file_atomically(path.string(), std::string("good: true\n"));
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit old_limit{};
-  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
-  rlimit small = old_limit;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
   std::string message;
   try {
+    const tessel::testing::FullDisk full(4096);
     write_file_atomically(path.string(), std::string(100000, 'x'));
   } catch (const FileWriteError& e) {
     message = e.what();
   }
-  setrlimit(RLIMIT_FSIZE, &old_limit);
-  std::signal(SIGXFSZ, old_handler);
   EXPECT_NE(message.find(path.string() + ": cannot write: File too large"), std::string::npos)
       << message;
   EXPECT_EQ(read(path), "good: true\n");

@@ -5,7 +5,6 @@
 // during a save fails with the file and "File too large", not SIGXFSZ.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -15,6 +14,7 @@
 #include "noderuntime/stage/checkpoint.h"
 #include "noderuntime/stage/job_spec.h"
 #include "stage_process_support.h"
+#include "tests/full_disk.h"
 
 namespace tessel::stage {
 namespace {
@@ -130,13 +130,9 @@ TEST_F(CheckpointProcesses, KeepPrunesStepFoldersAndIsChecked) {
 TEST_F(CheckpointProcesses, AFileSizeLimitDuringASaveNamesTheFileNotSigxfsz) {
   // The children inherit a 4 KiB file-size limit with SIGXFSZ at its default (terminate):
   // tessel-stage ignores it itself, so the write fails with EFBIG and says so.
-  rlimit old_limit{};
-  getrlimit(RLIMIT_FSIZE, &old_limit);
-  rlimit small = old_limit;
-  small.rlim_cur = 4096;
-  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);  // the job file written meanwhile is smaller
+  tessel::testing::FullDisk full(4096, false);  // the job file written meanwhile is smaller
   auto processes = launch(job(2));
-  setrlimit(RLIMIT_FSIZE, &old_limit);
+  full.restore();
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_EQ(processes[rank]->finish(60s), 1) << processes[rank]->stderr_text();
     EXPECT_NE(processes[rank]->stderr_text().find(

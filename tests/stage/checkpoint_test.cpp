@@ -11,7 +11,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cstring>
@@ -23,6 +22,7 @@
 #include "checkpoint_damage.h"
 #include "noderuntime/stage/safetensors.h"
 #include "stage_test_support.h"
+#include "tests/full_disk.h"
 
 namespace tessel::stage {
 namespace {
@@ -377,16 +377,8 @@ TEST_F(Checkpoints, AFullDiskNamesTheFileAndCauseAndKeepsThePreviousCheckpoint) 
   const auto before = testing::snapshot(dir());
   std::vector<std::string> errors(4);
   {
-    // Files may grow to 4 KiB: a rank file is larger. SIGXFSZ ignored, so writes fail EFBIG.
-    struct sigaction ignore {
-    }, previous{};
-    ignore.sa_handler = SIG_IGN;
-    sigaction(SIGXFSZ, &ignore, &previous);
-    rlimit old_limit{};
-    getrlimit(RLIMIT_FSIZE, &old_limit);
-    rlimit small = old_limit;
-    small.rlim_cur = 4096;
-    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    // Files may grow to 4 KiB: a rank file is larger.
+    const tessel::testing::FullDisk full(4096);
     testing::RunHooks save;
     save.before = [&](StageRuntime& runtime, transport::Communicator&) {
       load_checkpoint(dir(), 1, runtime);
@@ -395,8 +387,6 @@ TEST_F(Checkpoints, AFullDiskNamesTheFileAndCauseAndKeepsThePreviousCheckpoint) 
       errors[runtime.rank()] = error_of([&] { save_checkpoint(dir(), runtime, comm); });
     };
     testing::run_pipeline(config_, layout_, options_, 1, save);
-    setrlimit(RLIMIT_FSIZE, &old_limit);
-    sigaction(SIGXFSZ, &previous, nullptr);
   }
   for (int rank = 0; rank < 4; ++rank) {
     EXPECT_TRUE(
