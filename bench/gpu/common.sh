@@ -9,10 +9,32 @@ if [ -d "$deps" ]; then
   export LD_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu:$deps/usr/lib/x86_64-linux-gnu/openblas-pthread:${LD_LIBRARY_PATH:-}"
 fi
 
-# build_targets TARGET...: configures (the whole project when its dependencies are installed,
+# Executables that bench/gpu/pack_prebuilt.sh built and packed on a build machine: used when they
+# load here (every library found), which saves the GPU call its compile time.
+use_prebuilt() {
+  local bundle=$root/.gpu-prebuilt/bundle.tar.xz unpacked=$root/.gpu-prebuilt/unpacked
+  [ -f "$bundle" ] || return 1
+  rm -rf "$unpacked" && mkdir -p "$unpacked" && tar -xJf "$bundle" -C "$unpacked" || return 1
+  local cuda_libs
+  cuda_libs=$(find /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/*/lib \
+    /opt/torch/.venv/lib/python3*/site-packages/nvidia/cu13/lib -maxdepth 0 -type d 2>/dev/null |
+    paste -sd:)
+  export LD_LIBRARY_PATH="$unpacked/lib:${cuda_libs}:${LD_LIBRARY_PATH:-}"
+  local t missing
+  for t in "$@"; do
+    [ -x "$unpacked/bin/$t" ] || { log "the bundle lacks $t"; return 1; }
+    missing=$(ldd "$unpacked/bin/$t" | grep 'not found')
+    [ -z "$missing" ] || { log "prebuilt $t does not load: $missing"; return 1; }
+  done
+  build=$unpacked
+  log "using the prebuilt $* (built at commit $(cat "$unpacked/commit"))"
+}
+
+# build_targets TARGET...: the prebuilt executables when they load, else configures (the whole project when its dependencies are installed,
 # else the kernels-only project in bench/gpu/CMakeLists.txt) and builds the targets; sets `build`
 # to the build folder and returns non-zero, with the log's end printed, when either step fails.
 build_targets() {
+  use_prebuilt "$@" && return 0
   build=$root/build-gpu/project
   if cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSEL_CUDA=ON \
       > "$logs/configure.log" 2>&1; then

@@ -4,7 +4,7 @@
 # - memcheck on every op case and the GPT step: out-of-bounds and misaligned accesses;
 # - racecheck on the attention cases: shared-memory hazards, the plain loads and stores included;
 # - synccheck on the attention cases: barriers that not every thread reaches.
-# Each tool has at most TOOL_SECONDS (default 150). $OUT (default build-gpu/out) receives
+# The three tools run at once, each for at most TOOL_SECONDS (default 150). $OUT (default build-gpu/out) receives
 # sanitize.md (one line a tool: its error summary and exit status) and sanitize-logs.tar.gz.
 # Exits non-zero when a tool reported an error or did not finish.
 set -uo pipefail
@@ -22,10 +22,9 @@ sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-san
 build_targets cuda_tests || exit 1
 tests_bin=$(built cuda_tests)
 
-status=0
 summary="$out/sanitize.md"
 echo "compute-sanitizer on cuda_tests ($("$sanitizer" --version | tail -1)):" > "$summary"
-# run_tool NAME FILTER ARGS...: one tool over the tests FILTER selects.
+# run_tool NAME FILTER ARGS...: one tool over the tests FILTER selects; its line in $logs/NAME.line.
 run_tool() {
   local name=$1 filter=$2
   shift 2
@@ -35,11 +34,17 @@ run_tool() {
   local code=$?
   local errors
   errors=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$logs/$name.log" | tail -1)
-  echo "- $name ($filter): ${errors:-no summary} (exit $code)" >> "$summary"
-  [ "$code" -eq 0 ] || status=1
+  [ "$code" -eq 124 ] && errors="did not finish in ${seconds} s"
+  echo "- $name ($filter): ${errors:-no summary} (exit $code)" > "$logs/$name.line"
 }
-run_tool memcheck 'Registry/*:GptStep*'
-run_tool racecheck 'Registry/*attention*' --racecheck-report hazard
-run_tool synccheck 'Registry/*attention*'
+run_tool memcheck 'Registry/*:GptStep*' &
+run_tool racecheck 'Registry/*attention*' --racecheck-report hazard &
+run_tool synccheck 'Registry/*attention*' &
+wait
+status=0
+for name in memcheck racecheck synccheck; do
+  cat "$logs/$name.line" >> "$summary"
+  grep -q '(exit 0)$' "$logs/$name.line" || status=1
+done
 cat "$summary"
 exit "$status"
