@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "noderuntime/stage/gpt_chunk.h"
+#include "noderuntime/stage/chunk_model.h"
 #include "noderuntime/transport/request.h"
 
 namespace tessel::stage {
@@ -21,7 +21,7 @@ struct ActivationSlot {
 
 class ActivationPool {
  public:
-  explicit ActivationPool(const GptChunk& chunk) : chunk_(chunk) {}
+  explicit ActivationPool(const ChunkModel& chunk) : chunk_(chunk) {}
 
   // The micro-batch's slot, taken from the free slots (or allocated) on first use.
   ActivationSlot& acquire(int micro_batch);
@@ -35,7 +35,7 @@ class ActivationPool {
   size_t allocated() const { return allocated_; }  // slots ever created: the stash's peak
 
  private:
-  const GptChunk& chunk_;
+  const ChunkModel& chunk_;
   std::map<int, std::unique_ptr<ActivationSlot>> live_;
   std::vector<std::unique_ptr<ActivationSlot>> released_;  // oldest first
   size_t allocated_ = 0;

@@ -409,14 +409,15 @@ void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
                           ", at least 1 checkpoint must be kept");
   }
   // A diverged state is not saved: it would become the step every resume starts from.
+  std::vector<ConstHostState> states;  // in host memory, whichever device trains the chunk
   for (const auto& chunk : runtime.chunks()) {
+    const ConstHostState state = chunk->model.state_for_reading();
+    states.push_back(state);
     for (const ParameterTensor& t : chunk->model.layout().tensors()) {
-      const std::pair<std::string, const std::vector<float>*> parts[] = {
-          {t.name, &chunk->model.params()},
-          {t.name + ".adam_m", &chunk->adam.m},
-          {t.name + ".adam_v", &chunk->adam.v}};
+      const std::pair<std::string, const float*> parts[] = {
+          {t.name, state.params}, {t.name + ".adam_m", state.m}, {t.name + ".adam_v", state.v}};
       for (const auto& [name, values] : parts) {
-        const std::span<const float> span(values->data() + t.offset, static_cast<size_t>(t.size));
+        const std::span<const float> span(values + t.offset, static_cast<size_t>(t.size));
         if (const auto bad = first_non_finite(span)) {
           throw CheckpointError(where + rank_label(runtime) + ": tensor '" + name + "' holds " +
                                 value_text(span[*bad]) + " at element " + std::to_string(*bad) +
@@ -439,11 +440,12 @@ void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
   file.metadata["rng"] =
       "no random stream advances during training: initialisation is counter-based from the "
       "seed, the data order follows from data_position";
-  for (const auto& chunk : runtime.chunks()) {
-    for (const ParameterTensor& t : chunk->model.layout().tensors()) {
-      file.add_f32(t.name, t.shape, chunk->model.params().data() + t.offset);
-      file.add_f32(t.name + ".adam_m", t.shape, chunk->adam.m.data() + t.offset);
-      file.add_f32(t.name + ".adam_v", t.shape, chunk->adam.v.data() + t.offset);
+  for (size_t c = 0; c < runtime.chunks().size(); ++c) {
+    const ConstHostState& state = states[c];
+    for (const ParameterTensor& t : runtime.chunks()[c]->model.layout().tensors()) {
+      file.add_f32(t.name, t.shape, state.params + t.offset);
+      file.add_f32(t.name + ".adam_m", t.shape, state.m + t.offset);
+      file.add_f32(t.name + ".adam_v", t.shape, state.v + t.offset);
     }
   }
   seal_checkpoint_metadata(file);
@@ -598,15 +600,15 @@ void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime
   }
   // Every value checked before any is used.
   struct Copy {
-    std::vector<float>* into;
-    int64_t offset;
+    float* into;
     std::vector<float> values;
   };
   std::vector<Copy> copies;
   std::set<std::string> expected_names;
   for (auto& chunk : runtime.chunks()) {
+    const HostState state = chunk->model.state_for_writing();
     for (const ParameterTensor& t : chunk->model.layout().tensors()) {
-      const auto take = [&](const std::string& name, std::vector<float>& into) {
+      const auto take = [&](const std::string& name, float* into) {
         std::vector<float> values = file.f32(name, t.shape, path);
         if (const auto bad = first_non_finite(values)) {
           throw CheckpointError(path + ": tensor '" + name + "' holds " + value_text(values[*bad]) +
@@ -614,12 +616,12 @@ void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime
                                 " (its checksum matches: the run that wrote it had this state); "
                                 "not resuming from a state that is not finite");
         }
-        copies.push_back({&into, t.offset, std::move(values)});
+        copies.push_back({into + t.offset, std::move(values)});
         expected_names.insert(name);
       };
-      take(t.name, chunk->model.params());
-      take(t.name + ".adam_m", chunk->adam.m);
-      take(t.name + ".adam_v", chunk->adam.v);
+      take(t.name, state.params);
+      take(t.name + ".adam_m", state.m);
+      take(t.name + ".adam_v", state.v);
     }
   }
   for (const auto& [name, tensor] : file.tensors) {
@@ -628,7 +630,8 @@ void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime
                             std::to_string(runtime.stage()));
     }
   }
-  for (Copy& c : copies) std::copy(c.values.begin(), c.values.end(), c.into->begin() + c.offset);
+  for (Copy& c : copies) std::copy(c.values.begin(), c.values.end(), c.into);
+  for (auto& chunk : runtime.chunks()) chunk->model.state_written();
   runtime.set_position(step, manifest.data_position);
 }
 

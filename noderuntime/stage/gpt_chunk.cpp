@@ -10,24 +10,14 @@
 #include "kernels/cpu/residual.h"
 #include "kernels/cpu/softmax_cross_entropy.h"
 #include "kernels/cpu/vector_ops.h"
+#include "noderuntime/stage/parameter_init.h"
 
 namespace tessel::stage {
 
 namespace k = kernels::cpu;
 
 GptChunk::GptChunk(const GptConfig& config, const ChunkSpec& spec, int batch)
-    : config_(config),
-      layout_(config, spec),
-      B_(batch),
-      T_(config.seq_len),
-      C_(config.channels),
-      NH_(config.heads),
-      F_(config.ffn),
-      V_(config.vocab) {
-  if (batch < 1) throw ConfigError("micro_batch: must be >= 1, got " + std::to_string(batch));
-  if (spec.num_layers < 1) {
-    throw ConfigError("virtual stage " + std::to_string(spec.virtual_stage) + " has no layers");
-  }
+    : ChunkModel(config, spec, batch) {
   for (int i = 0; i < spec.num_layers; ++i) {
     const std::string h = "h." + std::to_string(spec.first_layer + i) + ".";
     auto at = [&](const char* name) { return layout_.offset(h + name); };
@@ -60,6 +50,8 @@ GptChunk::GptChunk(const GptConfig& config, const ChunkSpec& spec, int batch)
 
   params_.assign(layout_.total(), 0.0f);
   grads_.assign(layout_.total(), 0.0f);
+  adam_.m.assign(layout_.total(), 0.0f);
+  adam_.v.assign(layout_.total(), 0.0f);
   tmp_.resize(BTC);
   dln_.resize(BTC);
   datty_.resize(BTC);
@@ -74,6 +66,28 @@ GptChunk::GptChunk(const GptConfig& config, const ChunkSpec& spec, int batch)
     dlnf_.resize(BTC);
     losses_.resize(BT);
   }
+}
+
+void GptChunk::initialize(uint64_t seed) {
+  initialize_parameters(layout_, seed, params_.data());
+  k::zero(adam_.m.data(), layout_.total());
+  k::zero(adam_.v.data(), layout_.total());
+}
+
+void GptChunk::zero_gradients() { k::zero(grads_.data(), layout_.total()); }
+
+std::span<float> GptChunk::gradients_for_reduce(int bucket) {
+  const GradientBucket& b = layout_.buckets().at(bucket);
+  return {grads_.data() + b.offset, static_cast<size_t>(b.size)};
+}
+
+double GptChunk::gradient_sum_of_squares() {
+  return stage::gradient_sum_of_squares(layout_, grads_.data());
+}
+
+void GptChunk::adamw_step(const kernels::cpu::AdamWHyperparameters& hp, int step,
+                          float grad_scale) {
+  stage::adamw_step(layout_, params_.data(), adam_, grads_.data(), hp, step, grad_scale);
 }
 
 ChunkActivations GptChunk::new_activations() const {

@@ -2,36 +2,47 @@
 
 namespace tessel::stage {
 
-GradientSync::InFlight GradientSync::start_all_reduce(float* data, size_t size,
+GradientSync::InFlight GradientSync::start_all_reduce(ChunkModel& chunk, int bucket, bool last,
+                                                      float* data, size_t size,
                                                       const std::vector<int>& group,
                                                       const std::string& name) {
   InFlight op;
   op.name = name;
+  op.chunk = &chunk;
+  op.bucket = bucket;
+  op.last = last;
   if (trace_) op.trace_id = trace_->open(placement::Stream::OptimizerComm, name);
   op.request = comm_.iall_reduce(data, size, transport::DType::kF32, group);
   if (op.request.test()) finish(op);  // a group of one has nothing to send
   return op;
 }
 
-void GradientSync::start(int chunk_index, GptChunk& chunk, int bucket) {
+void GradientSync::start(int chunk_index, ChunkModel& chunk, int bucket) {
   if (!started_.insert({chunk_index, bucket}).second) return;
   const GradientBucket& b = chunk.layout().buckets().at(bucket);
-  float* data = chunk.grads().data() + b.offset;
-  const auto size = static_cast<size_t>(b.size);
+  const bool tie = b.group == BucketGroup::kEmbedding && tie_group_.size() > 1;
+  const bool data_parallel = data_parallel_group_.size() > 1;
+  if (!tie && !data_parallel) return;
+  const std::span<float> gradients = chunk.gradients_for_reduce(bucket);
+  float* data = gradients.data();
+  const size_t size = gradients.size();
   const std::string name = "all-reduce c" + std::to_string(chunk_index) + " " + b.name;
-  if (b.group == BucketGroup::kEmbedding) {
-    InFlight tie = start_all_reduce(data, size, tie_group_,
-                                    "tie c" + std::to_string(chunk_index) + " " + b.name);
-    tie.table = data;
-    tie.table_size = size;
-    tie.name = name;
-    in_flight_.push_back(std::move(tie));
+  if (tie) {
+    InFlight op = start_all_reduce(chunk, bucket, !data_parallel, data, size, tie_group_,
+                                   "tie c" + std::to_string(chunk_index) + " " + b.name);
+    if (data_parallel) {  // the table's data-parallel all-reduce follows, in wait_all
+      op.table = data;
+      op.table_size = size;
+      op.name = name;
+    }
+    in_flight_.push_back(std::move(op));
     return;
   }
-  in_flight_.push_back(start_all_reduce(data, size, data_parallel_group_, name));
+  in_flight_.push_back(
+      start_all_reduce(chunk, bucket, true, data, size, data_parallel_group_, name));
 }
 
-void GradientSync::start_all(int chunk_index, GptChunk& chunk) {
+void GradientSync::start_all(int chunk_index, ChunkModel& chunk) {
   const int buckets = static_cast<int>(chunk.layout().buckets().size());
   for (int b = 0; b < buckets; ++b) start(chunk_index, chunk, b);
 }
@@ -39,6 +50,7 @@ void GradientSync::start_all(int chunk_index, GptChunk& chunk) {
 void GradientSync::finish(InFlight& op) {
   op.done = true;
   if (trace_) trace_->close(op.trace_id);
+  if (op.last) op.chunk->gradients_reduced(op.bucket);
 }
 
 void GradientSync::poll() {
@@ -57,7 +69,8 @@ void GradientSync::wait_all() {
       finish(op);
     }
     if (op.table) {
-      tables.push_back(start_all_reduce(op.table, op.table_size, data_parallel_group_, op.name));
+      tables.push_back(start_all_reduce(*op.chunk, op.bucket, true, op.table, op.table_size,
+                                        data_parallel_group_, op.name));
     }
   }
   for (InFlight& op : tables) {

@@ -9,6 +9,9 @@
 // bucket); once that is done, in wait_all, the sum is all-reduced over the data-parallel
 // group like any bucket. Every copy ends as the sum over all copies, bit for bit the same.
 //
+// The buckets travel in host memory (ChunkModel::gradients_for_reduce); a group of one rank has
+// nothing to sum, so its buckets are left where they are and nothing is traced for them.
+//
 // Every member of a group must start that group's buckets in the same order: the ranks of one
 // stage run the same instruction list, and the table's data-parallel all-reduce is each
 // rank's last.
@@ -19,7 +22,7 @@
 #include <utility>
 #include <vector>
 
-#include "noderuntime/stage/gpt_chunk.h"
+#include "noderuntime/stage/chunk_model.h"
 #include "noderuntime/stage/step_trace.h"
 #include "noderuntime/transport/communicator.h"
 
@@ -36,9 +39,9 @@ class GradientSync {
 
   // Starts the all-reduce of bucket `bucket` of `chunk` (the rank's chunk `chunk_index`),
   // unless it was started already this step.
-  void start(int chunk_index, GptChunk& chunk, int bucket);
+  void start(int chunk_index, ChunkModel& chunk, int bucket);
   // Starts every bucket of the chunk not yet started, in layout order.
-  void start_all(int chunk_index, GptChunk& chunk);
+  void start_all(int chunk_index, ChunkModel& chunk);
   // Notes (for the trace) the all-reduces that have completed; throws the transport's error.
   void poll();
   // Waits for every all-reduce started this step and forgets them: the next step may start
@@ -50,14 +53,18 @@ class GradientSync {
     transport::Request request;
     size_t trace_id = 0;
     bool done = false;
+    // The bucket this sums: once the last all-reduce of it is done, the chunk is told.
+    ChunkModel* chunk = nullptr;
+    int bucket = 0;
+    bool last = true;  // false for a tie of the table whose data-parallel all-reduce follows
     // A tie of the table: its data-parallel all-reduce follows (wait_all).
     float* table = nullptr;
     size_t table_size = 0;
     std::string name;
   };
   // Starts an all-reduce of data[0, size) over the group, traced under `name`.
-  InFlight start_all_reduce(float* data, size_t size, const std::vector<int>& group,
-                            const std::string& name);
+  InFlight start_all_reduce(ChunkModel& chunk, int bucket, bool last, float* data, size_t size,
+                            const std::vector<int>& group, const std::string& name);
   void finish(InFlight& op);
 
   transport::Communicator& comm_;

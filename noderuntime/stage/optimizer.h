@@ -1,12 +1,13 @@
-// The optimizer step of one chunk: AdamW (kernels/cpu/adamw.h) tensor by tensor, weight decay
+// The CPU optimizer step of one chunk: AdamW (kernels/cpu/adamw.h) tensor by tensor, weight decay
 // on the matrices only, after the gradients have been clipped by the global norm of the whole
-// model (all stages), which the runtime all-reduces.
+// model (all stages), which the runtime all-reduces. The CUDA backend does the same with the
+// CUDA twins.
 #pragma once
 
 #include <vector>
 
 #include "kernels/cpu/adamw.h"
-#include "noderuntime/stage/gpt_chunk.h"
+#include "noderuntime/stage/parameter_layout.h"
 
 namespace tessel::stage {
 
@@ -15,14 +16,12 @@ struct AdamWState {
   std::vector<float> v;  // second moments
 };
 
-AdamWState new_adamw_state(const GptChunk& chunk);
-
 // Sum of squared gradients over the chunk's tensors counted in the global norm (all but the
 // lm_head copy of the tied table), tensor by tensor in layout order, in double.
-double gradient_sum_of_squares(const GptChunk& chunk);
+double gradient_sum_of_squares(const ParameterLayout& layout, const float* grads);
 
 // One AdamW update of every parameter; step counts from 1, grad_scale is the clipping factor.
-void adamw_step(GptChunk& chunk, AdamWState& state, const kernels::cpu::AdamWHyperparameters& hp,
-                int step, float grad_scale);
+void adamw_step(const ParameterLayout& layout, float* params, AdamWState& state, const float* grads,
+                const kernels::cpu::AdamWHyperparameters& hp, int step, float grad_scale);
 
 }  // namespace tessel::stage

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "kernels/cpu/vector_ops.h"
-#include "noderuntime/stage/parameter_init.h"
 
 namespace tessel::stage {
 
@@ -40,7 +39,8 @@ const PipelineLayout& validated(const PipelineLayout& layout, const GptConfig& c
 
 StageRuntime::StageRuntime(const GptConfig& config, const PipelineLayout& layout,
                            const TrainingOptions& options, const TokenCorpus& corpus,
-                           transport::Communicator& comm, StepTrace* trace)
+                           transport::Communicator& comm, StepTrace* trace,
+                           const ChunkFactory& make_chunk)
     : config_(config),
       layout_(validated(layout, config, comm)),
       options_(options),
@@ -62,9 +62,9 @@ StageRuntime::StageRuntime(const GptConfig& config, const PipelineLayout& layout
 
   for (int c = 0; c < layout_.chunks; ++c) {
     const ChunkSpec spec_c = chunk_spec(config_, layout_.layer_split, virtual_stage(c));
-    chunks_.push_back(std::make_unique<ChunkState>(config_, spec_c, options_.micro_batch));
-    initialize_parameters(chunks_.back()->model.layout(), options_.seed,
-                          chunks_.back()->model.params().data());
+    chunks_.push_back(
+        std::make_unique<ChunkState>(make_chunk(config_, spec_c, options_.micro_batch)));
+    chunks_.back()->model.initialize(options_.seed);
   }
   next_compute_.assign(schedule_.size(), schedule_.size());
   size_t next = schedule_.size();
@@ -108,10 +108,7 @@ StepReport StageRuntime::train_step(bool stop_requested) {
   const double step_start = StepTrace::now_s();
   compute_s_ = 0;
   wait_s_ = 0;
-  for (auto& chunk : chunks_) {
-    kernels::cpu::zero(chunk->model.grads().data(),
-                       static_cast<int64_t>(chunk->model.grads().size()));
-  }
+  for (auto& chunk : chunks_) chunk->model.zero_gradients();
   const int B = options_.micro_batch, T = config_.seq_len, m = options_.micro_batches;
   inputs_.resize(int64_t{m} * B * T);
   targets_.resize(inputs_.size());
@@ -300,7 +297,7 @@ void StageRuntime::optimizer_step() {
   const size_t id = trace_ ? trace_->open(Stream::OptimizerStep, "optimizer step") : 0;
   double start = StepTrace::now_s();
   double sum_of_squares = 0;
-  for (auto& chunk : chunks_) sum_of_squares += gradient_sum_of_squares(chunk->model);
+  for (auto& chunk : chunks_) sum_of_squares += chunk->model.gradient_sum_of_squares();
   compute_s_ += since(start);
   // Replica 0 alone contributes the norm: every replica holds the same reduced gradients.
   float totals[3] = {replica_ == 0 ? static_cast<float>(sum_of_squares) : 0.0f,
@@ -323,7 +320,7 @@ void StageRuntime::optimizer_step() {
                           : 1.0f;
   start = StepTrace::now_s();
   for (auto& chunk : chunks_) {
-    adamw_step(chunk->model, chunk->adam, options_.adamw, static_cast<int>(steps_done_ + 1), scale);
+    chunk->model.adamw_step(options_.adamw, static_cast<int>(steps_done_ + 1), scale);
   }
   compute_s_ += since(start);
   if (trace_) trace_->close(id);

@@ -32,9 +32,8 @@
 #include <vector>
 
 #include "noderuntime/stage/activation_pool.h"
-#include "noderuntime/stage/gpt_chunk.h"
+#include "noderuntime/stage/chunk_model.h"
 #include "noderuntime/stage/gradient_sync.h"
-#include "noderuntime/stage/optimizer.h"
 #include "noderuntime/stage/pipeline_layout.h"
 #include "noderuntime/stage/step_trace.h"
 #include "noderuntime/stage/token_data.h"
@@ -57,15 +56,15 @@ struct StepReport {
   bool stop = false;           // some rank asked to stop: every rank stops after this step
 };
 
-// The model and optimizer state of one chunk on this rank.
+// The model (with its optimizer state) of one chunk on this rank, and its activation stash.
 struct ChunkState {
-  ChunkState(const GptConfig& config, const ChunkSpec& spec, int batch)
-      : model(config, spec, batch), adam(new_adamw_state(model)), stash(model) {}
+  explicit ChunkState(std::unique_ptr<ChunkModel> chunk)
+      : owned(std::move(chunk)), model(*owned), stash(model) {}
   ChunkState(const ChunkState&) = delete;
   ChunkState& operator=(const ChunkState&) = delete;
 
-  GptChunk model;
-  AdamWState adam;
+  std::unique_ptr<ChunkModel> owned;
+  ChunkModel& model;
   ActivationPool stash;
 };
 
@@ -73,10 +72,12 @@ class StageRuntime {
  public:
   // comm.rank() says which tasklet this is (layout.tasklet_of). The parameters are
   // initialised from options.seed. trace, when given, receives every event of every step.
+  // make_chunk builds the chunks on their device (the CPU by default).
   // Throws ConfigError for an invalid layout, options or schedule.
   StageRuntime(const GptConfig& config, const PipelineLayout& layout,
                const TrainingOptions& options, const TokenCorpus& corpus,
-               transport::Communicator& comm, StepTrace* trace = nullptr);
+               transport::Communicator& comm, StepTrace* trace = nullptr,
+               const ChunkFactory& make_chunk = cpu_chunk_factory());
   // After a failed step, closes the communicator: operations still in flight name buffers
   // owned here, and closing fails them before the buffers go.
   ~StageRuntime();

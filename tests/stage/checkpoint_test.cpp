@@ -276,7 +276,9 @@ TEST_F(Checkpoints, SavingANonFiniteStateIsRefusedNamingRankAndTensor) {
   std::vector<std::string> errors(4);
   testing::RunHooks save;
   save.after_step = [&](StageRuntime& runtime, transport::Communicator& comm, int) {
-    runtime.chunks()[0]->model.params()[3] = std::numeric_limits<float>::infinity();
+    runtime.chunks()[0]->model.state_for_writing().params[3] =
+        std::numeric_limits<float>::infinity();
+    runtime.chunks()[0]->model.state_written();
     errors[runtime.rank()] = error_of([&] { save_checkpoint(dir(), runtime, comm); });
   };
   testing::run_pipeline(config_, layout_, options_, 1, save);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "noderuntime/stage/parameter_init.h"
@@ -29,9 +30,9 @@ Batch small_batch(const GptConfig& config) {
   return b;
 }
 
-GptChunk whole_model(const GptConfig& config) {
-  GptChunk chunk(config, chunk_spec(config, {config.layers}, 0), kB);
-  initialize_parameters(chunk.layout(), 3, chunk.params().data());
+std::unique_ptr<GptChunk> whole_model(const GptConfig& config) {
+  auto chunk = std::make_unique<GptChunk>(config, chunk_spec(config, {config.layers}, 0), kB);
+  initialize_parameters(chunk->layout(), 3, chunk->params().data());
   return chunk;
 }
 
@@ -45,7 +46,8 @@ double mean_loss(GptChunk& chunk, const Batch& batch) {
 
 TEST(GptChunk, GradientsMatchFiniteDifferences) {
   const GptConfig config = small_config();
-  GptChunk chunk = whole_model(config);
+  const std::unique_ptr<GptChunk> whole_chunk = whole_model(config);
+  GptChunk& chunk = *whole_chunk;
   const Batch batch = small_batch(config);
   ChunkActivations act = chunk.new_activations();
   const int n = kB * config.seq_len;
@@ -91,7 +93,8 @@ TEST(GptChunk, TwoChunksComputeWhatTheWholeModelComputes) {
   const GptConfig config = small_config();
   const Batch batch = small_batch(config);
   const int n = kB * config.seq_len;
-  GptChunk whole = whole_model(config);
+  const std::unique_ptr<GptChunk> whole_chunk = whole_model(config);
+  GptChunk& whole = *whole_chunk;
   ChunkActivations act = whole.new_activations();
   const double loss = whole.forward(act, batch.inputs.data(), batch.targets.data(), 1.0f / n);
   whole.backward(act, batch.inputs.data(), {});

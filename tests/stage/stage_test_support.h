@@ -95,10 +95,9 @@ using Weights = std::map<std::string, std::vector<float>>;
 
 inline void collect_weights(const StageRuntime& runtime, Weights& out) {
   for (const auto& chunk : runtime.chunks()) {
-    const auto& params = chunk->model.params();
+    const float* params = chunk->model.state_for_reading().params;
     for (const ParameterTensor& t : chunk->model.layout().tensors()) {
-      out[t.name] =
-          std::vector<float>(params.begin() + t.offset, params.begin() + t.offset + t.size);
+      out[t.name] = std::vector<float>(params + t.offset, params + t.offset + t.size);
     }
   }
 }
