@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.dont_write_bytecode = True  # no __pycache__ in the tree (it would travel to the GPU machine)
 sys.path.insert(0, HERE)
 import gpt_flops  # noqa: E402
 
@@ -479,20 +480,19 @@ class Bench:
         self.add_row(self.tessel_impl(suffix), shape, r.tokens_per_s, r.step_ms, "; ".join(notes))
 
     def small_loss(self, stage):
-        """The same small job on the GPU and the CPU (smoke: CPU with 1 thread and with
-        several), loss by step."""
+        """One small job file run with --device cuda and with --device cpu (the CPU backend
+        computes in fp32 whatever the precision), loss by step. Smoke: the CPU with 1 thread and
+        with several."""
         shape, batch = self.plan["small"]
-        runs = []  # (label, device, precision, threads)
         if self.args.smoke:
-            runs = [("cpu 1 thread", "cpu", self.args.cpu_precision, 1),
-                    (f"cpu {self.threads} threads", "cpu", self.args.cpu_precision, self.threads)]
+            runs = [("cpu 1 thread", "cpu", 1), (f"cpu {self.threads} threads", "cpu", self.threads)]
         else:
-            runs = [("cuda", "cuda", self.args.cuda_precision, self.threads),
-                    ("cpu", "cpu", self.args.cpu_precision, self.threads)]
+            runs = [("cuda", "cuda", self.threads), ("cpu", "cpu", self.threads)]
+        job = job_document(shape, batch, self.precision, 1, self.threads, learning_rate=1e-3)
         curves = {}
         stage_deadline = time.monotonic() + self.timeout_for(stage)
-        for label, device, precision, threads in runs:
-            job = job_document(shape, batch, precision, 1, threads, learning_rate=1e-3)
+        for label, device, threads in runs:
+            job["training"]["threads"] = threads
             timeout = (stage_deadline - time.monotonic()) / (2 if not curves else 1)
             procs, why = run_tessel_job(self.tessel, os.path.join(self.folder(stage), device
                                         + ("" if not self.args.smoke else f"-{threads}t")),
@@ -682,8 +682,9 @@ def parse_args():
     p.add_argument("--device-flag", choices=["auto", "yes", "no"], default="auto",
                    help="pass --device to tessel-stage: auto (when its --help lists it), yes, no "
                         "(then only the CPU runs work)")
-    p.add_argument("--cuda-precision", default="bf16")
-    p.add_argument("--cpu-precision", default="fp32")
+    p.add_argument("--cuda-precision", default="bf16", help="the workload precision of the GPU runs")
+    p.add_argument("--cpu-precision", default="fp32",
+                   help="the workload precision of the --smoke runs (fp32: any tessel-stage takes it)")
     p.add_argument("--only", default="", help="comma-separated stages: " + ",".join(STAGES))
     p.add_argument("--skip", default="", help="comma-separated stages to leave out")
     p.add_argument("--stage-timeout", action="append", default=[], metavar="STAGE=S",
