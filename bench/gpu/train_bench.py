@@ -378,7 +378,9 @@ def summarize_tessel(procs, skip):
 class Bench:
     def __init__(self, args):
         self.args = args
-        self.plan = SMOKE_PLAN if args.smoke else GPU_PLAN
+        self.plan = dict(SMOKE_PLAN if args.smoke else GPU_PLAN)
+        for key, batch in args.plan.items():
+            self.plan[key] = (self.plan[key][0], batch)
         self.device = "cpu" if args.smoke else "cuda"
         self.precision = args.cpu_precision if args.smoke else args.cuda_precision
         self.threads = max(1, min(8, os.cpu_count() or 1))
@@ -448,6 +450,8 @@ class Bench:
         expected = gpt_flops.counted_parameters(shape.layers, shape.hidden, shape.ffn,
                                                 shape.vocab) + shape.seq_len * shape.hidden
         notes = [self.batch_note(batch)]
+        if key == "gpt3":
+            notes.append(f"FLOPs of its {shape.layers} layers and the head only")
         notes += self.wall_note(r)
         if r.losses:
             notes.append(f"loss {r.losses[0]:.3f} -> {r.losses[-1]:.3f}")
@@ -591,8 +595,10 @@ class Bench:
     def markdown(self, gpu):
         a = self.args
         lines = [f"GPU: {gpu}" if gpu else f"Device: {self.device} (no GPU seen by nvidia-smi)"]
-        lines.append(f"tessel-stage: {a.tessel_stage} (--device {self.device}, workload precision "
-                     f"{self.precision}); {a.python}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+        at = f" at commit {commit()}" if commit() else ""
+        lines.append(f"tessel-stage: {a.tessel_stage}{at} (--device {self.device}, workload "
+                     f"precision {self.precision}); {a.python}; "
+                     f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
         lines.append(f"MFU = tokens/s x (6 N + 12 L h T) / peak (bench/gpu/gpt_flops.py: N every "
                      f"parameter but the position table, the tied head counted once); peaks: the "
                      f"measured bf16 GEMM {a.peak_tflops:g} TFLOP/s and the datasheet's "
@@ -655,6 +661,15 @@ class Bench:
         return [""] + lines if lines else []
 
 
+def commit():
+    try:
+        done = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        return done.stdout.strip() if done.returncode == 0 else ""
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
 def gpu_name():
     try:
         done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
@@ -689,6 +704,10 @@ def parse_args():
     p.add_argument("--skip", default="", help="comma-separated stages to leave out")
     p.add_argument("--stage-timeout", action="append", default=[], metavar="STAGE=S",
                    help="override one stage's timeout (repeatable)")
+    p.add_argument("--plan", action="append", default=[], metavar="KEY=B,m,STEPS,SKIP",
+                   help="override the batch of one model (" + ", ".join(GPU_PLAN) + "): micro-"
+                        "batch B, micro-batches per step m, steps, warm-up steps left out "
+                        "(repeatable); e.g. --plan gpt2=8,4,15,3")
     a = p.parse_args()
 
     def names(text, flag):
@@ -713,6 +732,19 @@ def parse_args():
         if timeouts[stage] <= 0:
             p.error(f"--stage-timeout {item}: must be > 0")
     a.stage_timeout = timeouts
+    plans = {}
+    for item in a.plan:
+        key, _, numbers = item.partition("=")
+        if key not in GPU_PLAN:
+            p.error(f"--plan {item}: unknown model {key!r} (models: {', '.join(GPU_PLAN)})")
+        try:
+            b, m, steps, skip = (int(x) for x in numbers.split(","))
+        except ValueError:
+            p.error(f"--plan {item}: expected {key}=B,m,STEPS,SKIP (four integers)")
+        if min(b, m, steps) < 1 or not 0 <= skip < steps:
+            p.error(f"--plan {item}: B, m and STEPS must be >= 1 and 0 <= SKIP < STEPS")
+        plans[key] = Batch(b, m, steps, skip)
+    a.plan = plans
     if a.budget_s <= 0 or a.peak_tflops <= 0:
         p.error("--budget-s and --peak-tflops must be > 0")
     if not (os.path.isfile(a.tessel_stage) and os.access(a.tessel_stage, os.X_OK)):
