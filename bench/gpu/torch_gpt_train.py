@@ -18,7 +18,8 @@ Data: a fixed stream of uniformly random token ids (seeded), a new slice every m
 loss therefore stays near ln(vocab) (about 10.8 for 50304): a check of the initialisation, not of
 learning.
 
---mode eager | compile (torch.compile(model), mode "default"). Every step is timed with
+--mode eager | compile (torch.compile(model, mode="default"); not max-autotune, whose
+autotuning would take minutes). Every step is timed with
 torch.cuda.synchronize() and time.perf_counter(); the first --warmup steps (which hold the
 compilation) are left out of the medians. Prints one JSON line per step, then a summary line:
 {"impl": "pytorch-eager" | "pytorch-compile", "tokens_per_s", "mfu", "mfu_datasheet", "step_ms",
@@ -151,7 +152,7 @@ def main():
     optimizer = torch.optim.AdamW(
         [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
         lr=a.lr, betas=(0.9, 0.95), eps=1e-8, fused=True)
-    step_model = torch.compile(model) if a.mode == "compile" else model
+    step_model = torch.compile(model, mode="default") if a.mode == "compile" else model
 
     gen = torch.Generator(device="cpu").manual_seed(a.seed)
     rows_per_step = a.accum * a.batch

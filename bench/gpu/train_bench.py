@@ -407,7 +407,9 @@ class Bench:
             return False
 
     def timeout_for(self, stage):
-        left = self.deadline - time.monotonic()
+        """The stage's own timeout, cut to what is left of the budget less the time stopping a
+        process can take (SIGTERM, SIGKILL, the output reader)."""
+        left = self.deadline - time.monotonic() - 2 * KILL_GRACE_S
         return min(self.args.stage_timeout.get(stage, STAGE_TIMEOUTS[stage]), left)
 
     def folder(self, stage):
@@ -577,10 +579,10 @@ class Bench:
         for stage in STAGES:
             if stage not in self.args.stages:
                 continue
-            left = self.deadline - time.monotonic()
+            left = self.deadline - time.monotonic() - 2 * KILL_GRACE_S
             if left < MIN_STAGE_S:
-                log(f"{stage}: skipped, {left:.0f} s of the budget left")
-                self.results[stage] = {"skipped": f"{left:.0f} s of the budget left"}
+                log(f"{stage}: skipped, {max(0.0, left):.0f} s of the budget left")
+                self.results[stage] = {"skipped": f"{max(0.0, left):.0f} s of the budget left"}
                 if stage != "torch-1.3b-eager":
                     self.failed.append(stage)
                 continue
