@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The training benchmark for one GPU call: tessel-stage's CUDA backend against PyTorch.
 
-Runs, in this order, each under its own timeout and all under one overall budget (--budget-s, default 270):
+Runs, in this order, each under its own timeout and all within one budget (--budget-s, 270 s):
   tessel-gpt2          GPT-2 124M, one stage: tessel-stage --device cuda, bf16
   torch-eager          the same model, batch and steps in PyTorch eager (torch_gpt_train.py)
   tessel-1.3b          a GPT-3 1.3B-shaped stage: 4 of its layers (hidden 2048, 16 heads, ffn
@@ -9,7 +9,8 @@ Runs, in this order, each under its own timeout and all under one overall budget
   pipeline-overlap     GPT-2 124M as a 2-stage 1F1B pipeline: two tessel-stage processes on the
                        one GPU talking over 127.0.0.1, overlap on
   pipeline-no-overlap  the same with --no-overlap
-  small-loss           a small model trained 30 steps with --device cuda and with --device cpu:
+  small-loss           a small model (2 layers, hidden 128, seq 64, byte vocabulary) trained
+                       30 steps from one job file with --device cuda and with --device cpu:
                        both loss curves and their largest relative difference
   torch-compile        the GPT-2 124M of torch-eager under torch.compile (mode "default")
   torch-1.3b-eager     PyTorch eager on the 1.3B-shaped stage, for context (last: only when
@@ -17,15 +18,18 @@ Runs, in this order, each under its own timeout and all under one overall budget
 torch.compile's compilation is the slowest and least predictable part, so it runs after every
 tessel measurement and gets what is left of the budget (at most its own timeout).
 
-The vocabulary is 50304, GPT-2's 50257 padded to a multiple of 128 as nanoGPT and llm.c do: the
-LM head's GEMM (N = V) then tiles evenly on the tensor cores, and both implementations train the
-same padded shape (the 47 extra rows are never targets). The data are tessel's synthetic corpus
-(byte tokens) for tessel and uniformly random ids for PyTorch; neither changes the work per step.
+The vocabulary is 50304, GPT-2's 50257 padded to a multiple of 128 as nanoGPT and llm.c do:
+the LM head's GEMMs (V is their N or K) then tile evenly on the tensor cores with no ragged
+last tile, and both implementations train the same padded shape. The data are tessel's
+synthetic corpus (byte tokens) for tessel and uniformly random ids for PyTorch: the work of a
+step does not depend on the token values.
 
-Throughput: the median over the steps after the first --skip (warm-up: CUDA context, allocator,
-autotuning, compilation) of tokens per step / step time; for a pipeline the step time is the
-slowest rank's. MFU: bench/gpu/gpt_flops.py, one formula for every row (6 N + 12 L h T per
-token), against the measured bf16 GEMM peak (--peak-tflops) and the 989 TFLOP/s datasheet peak.
+Throughput: tokens per step / the median step time over the steps after the warm-up ones (the
+first SKIP of --plan: CUDA context, allocator, autotuning, compilation); for a pipeline a
+step's time is its slowest rank's. tessel's rows say too the rate the wall clock gives between
+the arrivals of its step lines, a check of the step_s it reports. MFU: bench/gpu/gpt_flops.py,
+one formula for every row (6 N + 12 L h T per token), against the measured bf16 GEMM peak
+(--peak-tflops) and the 989 TFLOP/s datasheet peak.
 
 Writes to --out (default $OUT, else build-gpu/out) three files: train_benchmark.md (the table),
 train_results.json (every number) and train_logs.tar.gz (every job file, stdout and stderr).
