@@ -1,7 +1,8 @@
 // The backend-neutral communicator a stage runs on: ranks 0..size()-1, point-to-point tensor
 // messages and an all-reduce over any group of ranks. The TCP backend (tcp_communicator.h)
-// implements it over sockets shaped by the link emulator; an NCCL backend implements the same
-// calls on GPU buffers.
+// implements it over sockets shaped by the link emulator. On GPUs that NCCL reaches, NCCL runs the
+// collectives inside an island (nccl_communicator.h, the IslandCollective of
+// hierarchical_all_reduce.h), and the hierarchical all-reduce joins islands over this interface.
 //
 // Semantics every backend keeps:
 // - Messages from one peer are matched to receives by their key (tag, step, micro-batch,

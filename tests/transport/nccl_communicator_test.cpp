@@ -30,6 +30,7 @@ NcclGroupOptions one_rank(int rank) {
   o.island = {rank};
   o.rank = rank;
   o.exchange = [](const std::optional<NcclId>& root) { return root.value(); };
+  o.timeout = std::chrono::seconds(60);  // a generous bound: a failure must not hang the run
   return o;
 }
 
@@ -144,6 +145,7 @@ TEST(NcclCommunicator, TwoIslandsOfOneGpuRankSumOverTcp) {
       o.island = {r};
       o.rank = r;
       o.exchange = communicator_id_exchange(*comms[r], o.island, 1);
+      o.timeout = std::chrono::seconds(60);
       NcclCommunicator inner(std::move(o));
       StagedCrossAllReduce cross(*comms[r], inner.stream(), inner.device());
       const HierarchicalGroup layout({0, 1}, islands, r);
