@@ -105,9 +105,9 @@ void parse_workload(const Section& root, const std::string& source, JobSpec& job
   } catch (const placement::WorkloadError& e) {
     throw ConfigError(e.what());
   }
-  if (job.workload.precision != placement::Precision::FP32) {
+  if (job.workload.precision == placement::Precision::FP16) {
     root.fail("workload.model.precision",
-              std::string("the CPU stage runtime trains in fp32, got ") +
+              std::string("the stage runtime trains in fp32 (CPU) or bf16 (CUDA), got ") +
                   placement::to_string(job.workload.precision));
   }
   try {

@@ -10,9 +10,11 @@
 //                                 (placement/workload.h: "preset" and/or "model": {layers, hidden,
 //                                 ffn_hidden, heads, seq_len, vocab, precision,
 //                                 recompute_activations}, "training": {micro_batch,
-//                                 global_batch}). precision must be fp32 (the CPU runtime trains
-//                                 in fp32); recompute_activations is a cost-model input the CPU
-//                                 runtime ignores (it keeps activations). Micro-batches per
+//                                 global_batch}). precision: fp32 or bf16 (tessel-stage's --device
+//                                 auto picks the CUDA backend, bf16 mixed precision, for a bf16
+//                                 job on a machine with a GPU; the CPU backend computes in fp32
+//                                 whatever the precision); recompute_activations is a cost-model
+//                                 input the runtime ignores (it keeps activations). Micro-batches per
 //                                 replica m = global_batch / (replicas x micro_batch).
 //   "training": {"steps": 100,    required, >= 1
 //                "learning_rate": 3e-4, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95,

@@ -1,5 +1,6 @@
 // tessel-stage: one tasklet (a pipeline stage of one data-parallel replica) of a training job.
-//   tessel-stage --job job.json --rank R [--no-overlap]
+//   tessel-stage --job job.json --rank R [--device cpu|cuda|auto] [--no-overlap]
+// --device chooses the backend of its chunks (device_choice.h; auto by default).
 // --no-overlap overrides the job's schedule.overlap (for benchmarks of the overlap itself).
 // job.json is described in job_spec.h, the progress events and exit status in stage_process.h.
 // Progress goes over gRPC to the job's progress.address, or as JSON lines to stdout.
@@ -8,12 +9,19 @@
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
+#include "noderuntime/stage/device_choice.h"
 #include "noderuntime/stage/grpc_progress_reporter.h"
 #include "noderuntime/stage/job_spec.h"
 #include "noderuntime/stage/stage_process.h"
+
+#ifdef TESSEL_STAGE_CUDA
+#include "kernels/cuda/device.h"
+#include "noderuntime/stage/cuda/gpt_chunk_cuda.h"
+#endif
 
 namespace {
 
@@ -37,12 +45,34 @@ void install_stop_handlers() {
 }
 
 constexpr const char* kUsage =
-    "usage: tessel-stage --job JOB.json --rank R [--no-overlap]\n"
+    "usage: tessel-stage --job JOB.json --rank R [--device cpu|cuda|auto] [--no-overlap]\n"
     "  Runs rank R of the training job described by JOB.json. Progress goes to the job's\n"
     "  progress.address over gRPC, or as one JSON line per event on stdout when it has none.\n"
     "  SIGTERM/SIGINT stop every rank after the current step.\n"
+    "  --device: cpu (fp32), cuda (bf16 mixed precision on the GPU), or auto (the default:\n"
+    "  cuda for a bf16 job when a GPU is usable, else cpu). The choice is said on stderr.\n"
     "  --no-overlap: wait for every communication at once, all-reduce after the backward\n"
     "  (every rank of the job must be given the same choice).\n";
+
+// Why this process cannot run CUDA kernels, or nullopt when it can.
+std::optional<std::string> gpu_unavailable() {
+#ifdef TESSEL_STAGE_CUDA
+  return tessel::kernels::cuda::gpu_unavailable_reason();
+#else
+  return "this tessel-stage was built without CUDA";
+#endif
+}
+
+tessel::stage::ChunkFactory chunk_factory(tessel::stage::Device device) {
+#ifdef TESSEL_STAGE_CUDA
+  if (device == tessel::stage::Device::kCuda) {
+    return tessel::stage::cuda_chunk_factory(std::make_shared<tessel::stage::CudaDevice>());
+  }
+#else
+  (void)device;
+#endif
+  return tessel::stage::cpu_chunk_factory();
+}
 
 }  // namespace
 
@@ -50,6 +80,7 @@ int main(int argc, char** argv) {
   static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free int");
   std::string job_path;
   std::string rank_text;
+  std::string device_text = "auto";
   bool no_overlap = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -61,8 +92,8 @@ int main(int argc, char** argv) {
       no_overlap = true;
       continue;
     }
-    if ((arg == "--job" || arg == "--rank") && i + 1 < argc) {
-      (arg == "--job" ? job_path : rank_text) = argv[++i];
+    if ((arg == "--job" || arg == "--rank" || arg == "--device") && i + 1 < argc) {
+      (arg == "--job" ? job_path : arg == "--rank" ? rank_text : device_text) = argv[++i];
       continue;
     }
     std::cerr << "tessel-stage: unexpected argument '" << arg << "'\n" << kUsage;
@@ -87,13 +118,18 @@ int main(int argc, char** argv) {
   }
   install_stop_handlers();
   tessel::stage::JobSpec job;
+  tessel::stage::DeviceChoice device;
   try {
+    const tessel::stage::DeviceRequest request = tessel::stage::parse_device_request(device_text);
     job = tessel::stage::load_job_spec(job_path);
     if (no_overlap) job.training.overlap = false;
+    device = tessel::stage::choose_device(request, job.workload.precision, gpu_unavailable());
   } catch (const std::exception& e) {
     std::cerr << "tessel-stage: " << e.what() << '\n';
     return 2;
   }
+  std::cerr << "tessel-stage rank " << rank << ": device "
+            << tessel::stage::to_string(device.device) << ": " << device.reason << '\n';
   std::random_device entropy;
   const uint64_t incarnation = uint64_t{entropy()} << 32 | entropy();
   tessel::stage::pb::Tasklet tasklet = tessel::stage::tasklet_of(job, rank, incarnation);
@@ -104,8 +140,14 @@ int main(int argc, char** argv) {
     progress = std::make_unique<tessel::stage::GrpcProgressReporter>(std::move(tasklet),
                                                                      job.progress_address);
   }
-  const int status =
-      tessel::stage::run_stage_process(job, rank, *progress, std::cerr, g_stop_signal);
+  int status = 1;
+  try {
+    status = tessel::stage::run_stage_process(job, rank, *progress, std::cerr, g_stop_signal,
+                                              chunk_factory(device.device));
+  } catch (const std::exception& e) {  // the device could not be opened
+    std::cerr << "tessel-stage rank " << rank << ": device " << to_string(device.device) << ": "
+              << e.what() << '\n';
+  }
   if (!progress->flush(std::chrono::seconds(10))) {
     std::cerr << "tessel-stage rank " << rank << ": progress: the last events did not reach "
               << job.progress_address << " within 10 s\n";

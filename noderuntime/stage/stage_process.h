@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <ostream>
 
+#include "noderuntime/stage/chunk_model.h"
 #include "noderuntime/stage/job_spec.h"
 #include "noderuntime/stage/progress_reporter.h"
 
@@ -39,7 +40,9 @@ namespace tessel::stage {
 // Who rank R of the job is (stage and replica -1 when R is out of range).
 pb::Tasklet tasklet_of(const JobSpec& job, int rank, uint64_t incarnation);
 
+// make_chunk builds the chunks on the device the process chose (the CPU by default).
 int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, std::ostream& err,
-                      const std::atomic<int>& stop_signal);
+                      const std::atomic<int>& stop_signal,
+                      const ChunkFactory& make_chunk = cpu_chunk_factory());
 
 }  // namespace tessel::stage

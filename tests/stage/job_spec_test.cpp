@@ -98,6 +98,15 @@ TEST(JobSpec, OptionalSectionsDefault) {
   EXPECT_EQ(spec.layout.layer_split, (std::vector<int>{3, 1}));
 }
 
+TEST(JobSpec, TakesFp32AndBf16Precision) {
+  for (const char* precision : {"fp32", "bf16"}) {
+    json job = good_job();
+    job["workload"]["model"]["precision"] = precision;
+    const JobSpec spec = parse_job_spec(job.dump(), "job.json");
+    EXPECT_EQ(placement::to_string(spec.workload.precision), std::string(precision));
+  }
+}
+
 TEST(JobSpec, ShapesLinksFromThePlacementTopology) {
   placement::Topology topology;
   topology.gpu_types = {{"G", 100, 10, 16}};
@@ -157,7 +166,8 @@ TEST(JobSpec, ErrorsNameTheField) {
       {"/timeouts/io_s", 0, "job.json: timeouts.io_s: must be > 0"},
       {"/checkpoint/interval", -1, "job.json: checkpoint.interval: must be in [0, "},
       {"/workload/model/precision", "fp16",
-       "job.json: workload.model.precision: the CPU stage runtime trains in fp32, got fp16"},
+       "job.json: workload.model.precision: the stage runtime trains in fp32 (CPU) or bf16 (CUDA), "
+       "got fp16"},
       {"/workload/model/heads", 5, "job.json: workload: heads: hidden (32) must be a multiple"},
       {"/workload/training/global_batch", 10, "job.json: workload.training: global_batch 10"},
       {"/format_version", 2, "job.json: format_version: unsupported version 2"},

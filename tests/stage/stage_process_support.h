@@ -73,18 +73,25 @@ inline nlohmann::json tiny_job(int stages, int replicas, int layers, int micro_b
 // A tessel-stage child: stdout through a pipe, read line by line; stderr into a string.
 class StageProcess {
  public:
-  StageProcess(const std::string& job_path, int rank) {
+  // Runs `binary` (tessel-stage by default) with --job, --rank and the extra arguments.
+  StageProcess(const std::string& job_path, int rank,
+               const std::string& binary = TESSEL_STAGE_BINARY,
+               const std::vector<std::string>& extra = {}) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) {
       throw std::runtime_error("pipe failed");
     }
-    const std::string rank_text = std::to_string(rank);
+    std::vector<std::string> args = {"tessel-stage", "--job", job_path, "--rank",
+                                     std::to_string(rank)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<char*> argv;
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], STDOUT_FILENO);
       dup2(err[1], STDERR_FILENO);
-      execl(TESSEL_STAGE_BINARY, "tessel-stage", "--job", job_path.c_str(), "--rank",
-            rank_text.c_str(), static_cast<char*>(nullptr));
+      execv(binary.c_str(), argv.data());
       _exit(127);
     }
     close(out[1]);

@@ -195,6 +195,23 @@ cudaError_t cudaFree(void* pointer) {
   return cudaSuccess;
 }
 
+// Page-locked host memory is host memory here; it is not device memory, so cudaFree refuses it.
+cudaError_t cudaMallocHost(void** pointer, size_t bytes) {
+  if (pointer == nullptr) return fail(cudaErrorInvalidValue);
+  void* p = nullptr;
+  if (posix_memalign(&p, tessel::simt::kAllocationAlignment, bytes == 0 ? 1 : bytes) != 0) {
+    return fail(cudaErrorMemoryAllocation);
+  }
+  std::memset(p, 0xFF, bytes);
+  *pointer = p;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* pointer) {
+  std::free(pointer);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMallocAsync(void** pointer, size_t bytes, cudaStream_t) {
   return cudaMalloc(pointer, bytes);
 }
