@@ -368,5 +368,33 @@ TEST(HierarchicalAllReduce, AMemberThatVanishesFailsEveryOtherMemberNamingAPeer)
   }
 }
 
+// Rank 3 stays connected but silent, and members that fail stay silent too (a hung process rather
+// than an exiting one): every other member still fails, after the io timeout, naming the peer it
+// waited for.
+TEST(HierarchicalAllReduce, ASilentMemberFailsEveryOtherMemberAfterTheTimeoutNamingThePeer) {
+  const Islands islands = {{0, 1}, {2, 3}};
+  Comms comms = connect_local(4, [](TcpOptions& o) { o.io_timeout = 3s; });
+  std::vector<std::string> errors(4);
+  on_every_rank(4, [&](int r) {
+    if (r == 3) return;
+    std::vector<float> data = integer_input(r, 10'007);
+    try {
+      const HierarchicalGroup layout({0, 1, 2, 3}, islands, r);
+      CommunicatorIslandCollective inner(*comms[r], layout.island_members());
+      CommunicatorCrossAllReduce cross(*comms[r]);
+      hierarchical_all_reduce(data.data(), data.size(), layout, inner, cross);
+    } catch (const TransportError& e) {
+      errors[r] = e.what();
+    }
+  });
+  EXPECT_TRUE(Contains(errors[2], "reduce-scatter in island 1 [2, 3]")) << errors[2];
+  EXPECT_TRUE(Contains(errors[2], "test rank 3): no data for 3")) << errors[2];
+  // Rank 0's shard goes over ring [0, 2] (rank 2 failed inside its island); rank 1's over [1, 3].
+  EXPECT_TRUE(Contains(errors[0], "over ring [0, 2]")) << errors[0];
+  EXPECT_TRUE(Contains(errors[0], "test rank 2): no data for 3")) << errors[0];
+  EXPECT_TRUE(Contains(errors[1], "over ring [1, 3]")) << errors[1];
+  EXPECT_TRUE(Contains(errors[1], "test rank 3): no data for 3")) << errors[1];
+}
+
 }  // namespace
 }  // namespace tessel::transport
