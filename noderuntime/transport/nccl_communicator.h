@@ -62,7 +62,8 @@ class NcclCommunicator final : public IslandCollective {
   // Collectives queued after this call start on the GPU only once `ready` has completed.
   void wait_for(cudaEvent_t ready);
   // Aborts NCCL when operations are pending (each fails with "communicator closed"), else
-  // releases it. Idempotent; the destructor closes.
+  // finalizes and destroys it (aborting it if finalizing takes longer than options.timeout).
+  // Idempotent; the destructor closes.
   void close();
 
  private:
