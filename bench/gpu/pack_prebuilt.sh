@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Run here (a build machine with CUDA 13.0, like the GPU machines' image): packs the already built
-# CUDA test and benchmark executables, with the OpenBLAS the CPU twins link and its Fortran
-# runtime, into .gpu-prebuilt/bundle.tar.xz (ignored by git), so that a GPU call spends its time
+# Run here (a build machine with CUDA 13.0, like the GPU machines' image): packs already built
+# executables (by default the CUDA tests and kernel benchmark) with the libraries they load that
+# the GPU image lacks into .gpu-prebuilt/bundle.tar.xz (ignored by git), so that a GPU call spends its time
 # running rather than compiling. bench/gpu/common.sh unpacks it there and falls back to building
 # when the bundle is missing or its executables do not load.
 # Usage: bench/gpu/pack_prebuilt.sh [BUILD_DIR (default build)] [EXECUTABLE...]
@@ -22,10 +22,16 @@ for name in "${names[@]}"; do
   [ -n "$path" ] || { echo "pack_prebuilt: $name is not built in $build" >&2; exit 1; }
   cp "$path" "$stage/bin/"
 done
-# The libraries the GPU image lacks; CUDA's own (cudart, cublasLt, nccl) are there.
-for lib in openblas-pthread/libopenblas.so.0 libgfortran.so.5 libquadmath.so.0; do
-  cp -L "/usr/lib/x86_64-linux-gnu/$lib" "$stage/lib/" 2>/dev/null ||
-    cp -L "/lib/x86_64-linux-gnu/$lib" "$stage/lib/"
+# Every library they load but the C runtime's own and CUDA's (cudart, cublasLt and NCCL, which
+# the GPU image has): OpenBLAS, gRPC, protobuf, yaml-cpp, abseil and the rest.
+for exe in "$stage"/bin/*; do
+  ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'
+done | sort -u | while read -r lib; do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
+    libcudart.so*|libcublas*|libnccl.so*|libcuda.so*) ;;
+    *) cp -L "$lib" "$stage/lib/" ;;
+  esac
 done
 git rev-parse HEAD > "$stage/commit"
 mkdir -p .gpu-prebuilt
