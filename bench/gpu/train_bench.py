@@ -601,7 +601,8 @@ class Bench:
     def markdown(self, gpu):
         a = self.args
         lines = [f"GPU: {gpu}" if gpu else f"Device: {self.device} (no GPU seen by nvidia-smi)"]
-        at = f" at commit {commit()}" if commit() else ""
+        built = commit(a.tessel_stage)
+        at = f" built at commit {built}" if built else ""
         lines.append(f"tessel-stage: {a.tessel_stage}{at} (--device {self.device}, workload "
                      f"precision {self.precision}); {a.python}; "
                      f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
@@ -667,7 +668,12 @@ class Bench:
         return [""] + lines if lines else []
 
 
-def commit():
+def commit(tessel_stage=""):
+    """The commit the executable was built at (the bundle's record beside it), else this tree's."""
+    recorded = os.path.join(os.path.dirname(os.path.dirname(tessel_stage)), "commit") if tessel_stage else ""
+    if recorded and os.path.isfile(recorded):
+        with open(recorded) as f:
+            return f.read().strip()[:7]
     try:
         done = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10)
