@@ -8,6 +8,7 @@
 #include "cli/validators.h"
 #include "noderuntime/launcher/launcher.h"
 #include "noderuntime/launcher/trainingjob_local.h"
+#include "noderuntime/stage/device_choice.h"
 
 namespace tessel::cli {
 namespace {
@@ -28,6 +29,22 @@ struct LocalCommand {
     if (result.exit_code != 0) throw CLI::RuntimeError(result.exit_code);
   }
 };
+
+// tessel-stage's own check of --device (noderuntime/stage/device_choice.h); CLI11 puts the flag
+// in front of the message, so the function's own "--device: " is left out.
+CLI::Validator device_request() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        try {
+          stage::parse_device_request(text);
+          return "";
+        } catch (const stage::ConfigError& e) {
+          const std::string message = e.what(), flag = "--device: ";
+          return message.rfind(flag, 0) == 0 ? message.substr(flag.size()) : message;
+        }
+      },
+      "cpu|cuda|auto");
+}
 
 }  // namespace
 
@@ -56,6 +73,11 @@ void add_local_command(CLI::App& app) {
   sub->add_option("--grace", cmd->options.grace_s,
                   "Seconds the stage processes get to stop before they are killed (default 30)")
       ->check(number_in(0, placement::kMaxGraceSeconds, true, "s"));
+  sub->add_option("--device", cmd->options.device,
+                  "What every stage process computes on: cpu (fp32), cuda (bf16 mixed "
+                  "precision; the processes share the GPU) or auto (the default: cuda for a bf16 "
+                  "job when a GPU is usable, else cpu, which computes a bf16 job in fp32)")
+      ->check(device_request());
   sub->add_option("--stage-binary", cmd->options.stage_binary,
                   "The tessel-stage executable (default: $TESSEL_STAGE_BINARY, else next to "
                   "tessel)");

@@ -36,7 +36,7 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
         {"heads", w.heads},
         {"seq_len", w.seq_len},
         {"vocab", w.vocab},
-        {"precision", "fp32"},
+        {"precision", placement::to_string(w.precision)},
         {"recompute_activations", false}}},
       {"training", {{"micro_batch", w.micro_batch}, {"global_batch", w.global_batch}}}};
   j["training"] = {{"steps", t.steps},

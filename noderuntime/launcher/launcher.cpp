@@ -13,12 +13,14 @@
 #include "noderuntime/launcher/progress_server.h"
 #include "noderuntime/launcher/run_report.h"
 #include "noderuntime/launcher/stage_binary.h"
+#include "noderuntime/launcher/stage_devices.h"
 #include "noderuntime/launcher/stage_processes.h"
 #include "noderuntime/launcher/stop_signals.h"
 #include "noderuntime/launcher/supervisor.h"
 #include "noderuntime/launcher/text_format.h"
 #include "noderuntime/launcher/trace_merge.h"
 #include "noderuntime/stage/checkpoint.h"
+#include "noderuntime/stage/device_choice.h"
 #include "placement/atomic_file.h"
 #include "placement/placement.h"
 
@@ -109,6 +111,11 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
     if (*options.steps < 1) throw LocalJobError("--steps: must be at least 1");
     job.training.steps = *options.steps;
   }
+  try {
+    stage::parse_device_request(options.device);  // what every process will check
+  } catch (const stage::ConfigError& e) {
+    throw LocalJobError(e.what());
+  }
   const fs::path dir = fs::absolute(options.output_dir);
   const std::optional<int64_t> resuming = check_resume(job, dir);
   const std::string binary = find_stage_binary(options.stage_binary);
@@ -173,11 +180,32 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   SupervisedRun run;
   {
     StopSignals signals;
-    StageProcesses processes(binary, job_path.string(), labels, (dir / "logs").string());
-    run = supervise(processes, progress, signals, tracker,
-                    {options.grace_s, options.out, options.tty});
+    StageProcesses processes(binary, job_path.string(), labels, (dir / "logs").string(),
+                             {"--device", options.device});
+    // Each rank says on its log what it computes on; a bf16 job computed in fp32 on the CPU is
+    // said once here, when every rank has said (or at the end, of those that did).
+    std::vector<std::optional<StageDevice>> devices(job.world_size());
+    int devices_known = 0;
+    bool noted = false;
+    const auto note_bf16_on_cpu = [&] {
+      if (noted || job.workload.precision != placement::Precision::BF16) return;
+      const std::string note = bf16_on_cpu_note(devices, labels);
+      if (note.empty()) return;
+      noted = true;
+      say(options.err, "tessel local: " + note);
+    };
+    SupervisorOptions supervision{options.grace_s, options.out, options.tty, {}};
+    supervision.on_started = [&](int rank) {
+      if (devices[rank]) return;
+      devices[rank] = device_of_log(processes.children()[rank].log_path);
+      if (devices[rank] && ++devices_known == job.world_size()) note_bf16_on_cpu();
+    };
+    run = supervise(processes, progress, signals, tracker, supervision);
+    note_bf16_on_cpu();
     for (const StageChild& child : processes.children()) {
       result.ranks[child.rank].exit = child.exit ? child.exit->describe() : "not started";
+      if (!devices[child.rank]) devices[child.rank] = device_of_log(child.log_path);
+      if (devices[child.rank]) result.ranks[child.rank].backend = devices[child.rank]->device;
     }
   }
   result.status = run.status;

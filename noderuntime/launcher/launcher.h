@@ -29,15 +29,18 @@ struct LocalRunOptions {
   std::optional<int> steps;    // overrides training.steps
   bool trace = false;          // write trace.json
   std::string stage_binary;    // empty: find_stage_binary("")
-  double grace_s = 30;         // after asking the processes to stop, kill them after this long
-  std::FILE* out = stdout;     // progress and summary; nullptr: silent
-  std::FILE* err = stderr;     // why the run failed, a report not written; nullptr: silent
-  bool tty = false;            // rewrite the progress line in place instead of one per step
+  // Every stage process's --device (noderuntime/stage/device_choice.h): cpu, cuda or auto
+  // (CUDA for a bf16 job when the process can use a GPU). Several processes may share one GPU.
+  std::string device = "auto";
+  double grace_s = 30;      // after asking the processes to stop, kill them after this long
+  std::FILE* out = stdout;  // progress and summary; nullptr: silent
+  std::FILE* err = stderr;  // why the run failed, a report not written; nullptr: silent
+  bool tty = false;         // rewrite the progress line in place instead of one per step
 };
 
-// Throws LocalJobError (bad job, placement, topology or missing tessel-stage, a file or folder
-// that cannot be written, a resumed job whose checkpoint already holds its last step) before any
-// process starts; afterwards every outcome is in the result (and the report): a report that
+// Throws LocalJobError (bad job, --device, placement, topology or missing tessel-stage, a file or
+// folder that cannot be written, a resumed job whose checkpoint already holds its last step) before
+// any process starts; afterwards every outcome is in the result (and the report): a report that
 // cannot be written is result.report_error, said after the run's own outcome (exit status 1
 // when the run itself succeeded).
 //

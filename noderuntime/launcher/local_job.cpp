@@ -88,7 +88,8 @@ std::string with_section(const std::string& message, const std::string& source) 
 
 // The model section is the workload's model section (placement/workload.h), so a model file of
 // examples/models/ pastes in; the batch comes from the training section. Unlike a workload
-// file, precision defaults to fp32 and vocab to 256 (byte-level tokens).
+// file, precision defaults to fp32 and vocab to 256 (byte-level tokens); fp32 and bf16 are
+// trained (local_precision_problem).
 void parse_model(const YamlFields& root, const YamlFields& training, LocalJob& job) {
   const YamlFields m = root.section("model");
   m.allow({"preset", "name", "layers", "hidden", "ffn_hidden", "heads", "seq_len", "vocab",
@@ -117,9 +118,8 @@ void parse_model(const YamlFields& root, const YamlFields& training, LocalJob& j
   } catch (const placement::WorkloadError& e) {
     throw LocalJobError(with_section(e.what(), m.source()));
   }
-  if (job.workload.precision != placement::Precision::FP32) {
-    m.fail("model.precision", std::string("tessel local trains in fp32 on the CPU, got ") +
-                                  placement::to_string(job.workload.precision));
+  if (const std::string why = local_precision_problem(job.workload.precision); !why.empty()) {
+    m.fail("model.precision", why);
   }
   if (job.workload.vocab < 256) {
     m.fail("model.vocab", "tokens are bytes: the vocabulary needs at least 256 entries, got " +
@@ -300,6 +300,16 @@ LocalJob parse_local_job(const std::string& text, const std::string& source,
   parse_checkpoint(root, job);
   check_memory(root, job);
   return job;
+}
+
+std::string local_precision_problem(placement::Precision precision) {
+  if (precision == placement::Precision::FP32 || precision == placement::Precision::BF16) {
+    return "";
+  }
+  return std::string(
+             "tessel local trains fp32 or bf16 (bf16 on a GPU, or in fp32 on the "
+             "CPU), got ") +
+         placement::to_string(precision);
 }
 
 std::string text_data_problem(const std::string& path) {

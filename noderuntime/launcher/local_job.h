@@ -56,7 +56,7 @@ struct LocalJob {
   std::string source;  // the job file, as given
   std::string name;
   TopologySource topology;
-  placement::Workload workload;  // fp32, activations kept: what the CPU stage runtime trains
+  placement::Workload workload;  // fp32 or bf16, activations kept: what the stage runtime trains
   LocalTraining training;
   stage::DataSpec data;  // paths resolved
   LocalSchedule schedule;
@@ -81,6 +81,10 @@ LocalJob parse_local_job(const std::string& text, const std::string& source,
                          const std::string& base_dir);
 // Reads and parses the file. Throws LocalJobError naming the file.
 LocalJob load_local_job(const std::string& path);
+
+// Empty when the stage runtime trains this precision: fp32, or bf16 (the CUDA backend's; a rank
+// on the CPU computes it in fp32); else why not, naming the value and what is accepted.
+std::string local_precision_problem(placement::Precision precision);
 
 // Empty when path is a readable regular file of at most placement::kMaxTextBytes (the training
 // text every token-reading stage process loads whole); else the reason, naming the path.

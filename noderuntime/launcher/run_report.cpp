@@ -78,8 +78,9 @@ void placement_section(std::ostream& o, const LocalJob& job, const LocalRunResul
   o << "## Placement\n\n"
     << "Strategy `" << plan.placement.strategy << "`; rank = replica x " << job.stages
     << " + stage.\n\n"
-    << "| rank | stage | replica | device | site | layers | link to the next stage | exit |\n"
-    << "|---:|---:|---:|---:|---|---:|---|---|\n";
+    << "| rank | stage | replica | device | site | layers | link to the next stage | computes "
+       "on | exit |\n"
+    << "|---:|---:|---:|---:|---|---:|---|---|---|\n";
   for (size_t rank = 0; rank < r.ranks.size(); ++rank) {
     const int stage = static_cast<int>(rank) % job.stages;
     const int replica = static_cast<int>(rank) / job.stages;
@@ -90,7 +91,8 @@ void placement_section(std::ostream& o, const LocalJob& job, const LocalRunResul
             : "";
     o << printf_text("| %zu | %d | %d | %d | ", rank, stage, replica, device)
       << r.plan.topology.devices[device].site << " | " << plan.stage_layers[stage] << " | " << next
-      << " | " << r.ranks[rank].exit << " |\n";
+      << " | " << (r.ranks[rank].backend.empty() ? "?" : r.ranks[rank].backend) << " | "
+      << r.ranks[rank].exit << " |\n";
   }
   o << "\n```\n" << placement::placement_to_table(plan.placement, r.plan.topology) << "```\n\n";
 }

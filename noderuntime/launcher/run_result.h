@@ -18,7 +18,8 @@ struct RankRecord {
   std::string label;  // "stage 1 replica 0"
   int device = 0;
   uint16_t port = 0;
-  std::string exit;  // "exited with status 0", "was killed by SIGKILL"
+  std::string exit;     // "exited with status 0", "was killed by SIGKILL"
+  std::string backend;  // what it computed on, from its log: "cpu", "cuda"; empty: not known
   std::vector<RankStep> steps;
 };
 

@@ -61,7 +61,8 @@ std::string StageExit::describe() const {
 }
 
 StageProcesses::StageProcesses(const std::string& binary, const std::string& job_path,
-                               const std::vector<std::string>& labels, const std::string& log_dir) {
+                               const std::vector<std::string>& labels, const std::string& log_dir,
+                               const std::vector<std::string>& extra_args) {
   children_.resize(labels.size());
   try {
     for (size_t r = 0; r < labels.size(); ++r) {
@@ -70,7 +71,7 @@ StageProcesses::StageProcesses(const std::string& binary, const std::string& job
       child.label = labels[r];
       child.log_path =
           (std::filesystem::path(log_dir) / ("rank-" + std::to_string(r) + ".log")).string();
-      start(binary, job_path, child);
+      start(binary, job_path, extra_args, child);
     }
   } catch (...) {
     kill_and_reap_all();
@@ -81,13 +82,14 @@ StageProcesses::StageProcesses(const std::string& binary, const std::string& job
 StageProcesses::~StageProcesses() { kill_and_reap_all(); }
 
 void StageProcesses::start(const std::string& binary, const std::string& job_path,
-                           StageChild& child) {
+                           const std::vector<std::string>& extra_args, StageChild& child) {
   int status[2];
   if (pipe2(status, O_CLOEXEC) != 0) {
     throw std::runtime_error("pipe: " + std::string(strerror(errno)));
   }
   const std::string rank = std::to_string(child.rank);
   std::vector<std::string> args = {binary, "--job", job_path, "--rank", rank};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -36,10 +36,12 @@ struct StageChild {
 
 class StageProcesses {
  public:
-  // Starts `binary --job job_path --rank r` for every label (rank r = its index). Throws
-  // std::runtime_error naming the rank when one cannot be started (the others are killed).
+  // Starts `binary --job job_path --rank r [extra_args...]` for every label (rank r = its
+  // index). Throws std::runtime_error naming the rank when one cannot be started (the others are
+  // killed).
   StageProcesses(const std::string& binary, const std::string& job_path,
-                 const std::vector<std::string>& labels, const std::string& log_dir);
+                 const std::vector<std::string>& labels, const std::string& log_dir,
+                 const std::vector<std::string>& extra_args = {});
   ~StageProcesses();
   StageProcesses(const StageProcesses&) = delete;
   StageProcesses& operator=(const StageProcesses&) = delete;
@@ -55,7 +57,8 @@ class StageProcesses {
   const std::vector<StageChild>& children() const { return children_; }
 
  private:
-  void start(const std::string& binary, const std::string& job_path, StageChild& child);
+  void start(const std::string& binary, const std::string& job_path,
+             const std::vector<std::string>& extra_args, StageChild& child);
   void kill_and_reap_all();
 
   std::vector<StageChild> children_;

@@ -91,6 +91,10 @@ class Supervisor {
         tracker_.add_start(rank, started.has_resumed_from()
                                      ? std::optional<int64_t>(started.resumed_from())
                                      : std::nullopt);
+        if (options_.on_started) {
+          end_progress_line();
+          options_.on_started(rank);
+        }
       } else if (event.has_error()) {
         errors_[rank] = event.error().message();
       }

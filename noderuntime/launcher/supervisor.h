@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "noderuntime/launcher/progress_server.h"
@@ -25,6 +26,9 @@ struct SupervisorOptions {
   double grace_s = 30;
   std::FILE* out = nullptr;
   bool tty = false;
+  // Called with a rank when its started event arrives (it has written its device line to its
+  // log by then); it may write to `out` (the progress line is ended first).
+  std::function<void(int rank)> on_started;
 };
 
 struct SupervisedRun {

@@ -23,9 +23,10 @@ LocalJob local_job_from_trainingjob(const api::TrainingJob& job, const std::stri
   const auto refuse = [&](const std::string& field, const std::string& why) {
     throw LocalJobError(source + ": " + field + ": " + why);
   };
-  if (spec.model.precision && *spec.model.precision != placement::Precision::FP32) {
-    refuse("spec.model.precision", std::string("tessel local trains in fp32 on the CPU, got ") +
-                                       placement::to_string(*spec.model.precision));
+  if (spec.model.precision) {
+    if (const std::string why = local_precision_problem(*spec.model.precision); !why.empty()) {
+      refuse("spec.model.precision", why);
+    }
   }
   if (spec.model.recompute_activations) {
     refuse("spec.model.recomputeActivations", "the CPU stage runtime keeps its activations");

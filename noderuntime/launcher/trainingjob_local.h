@@ -12,7 +12,8 @@ namespace tessel::launcher {
 
 // The local form of the job. Relative data paths are resolved against base_dir. Throws
 // LocalJobError naming the manifest and the field when the job asks for something the CPU
-// runtime does not do (another precision, the paper cost model, activation recomputation).
+// runtime does not do (a precision other than fp32 and bf16, the paper cost model, activation
+// recomputation).
 LocalJob local_job_from_trainingjob(const api::TrainingJob& job, const std::string& source,
                                     const std::string& base_dir, const std::string& topology_file);
 

@@ -132,8 +132,11 @@ TEST_F(LocalJobFile, ErrorsNameTheFileAndTheField) {
        "job.yaml: training.learning_rate: must be in (0, 1]"},
       {job_with(model, "{steps: 1, micro_batch: 2, global_batch: 7}", ""),
        "job.yaml: training.global_batch: "},
-      {job_with("{layers: 4, hidden: 32, heads: 4, seq_len: 16, precision: bf16}", training, ""),
-       "job.yaml: model.precision: tessel local trains in fp32"},
+      {job_with("{layers: 4, hidden: 32, heads: 4, seq_len: 16, precision: fp16}", training, ""),
+       "job.yaml: model.precision: tessel local trains fp32 or bf16 (bf16 on a GPU, or in fp32 "
+       "on the CPU), got fp16"},
+      {job_with("{layers: 4, hidden: 32, heads: 4, seq_len: 16, precision: fp8}", training, ""),
+       "job.yaml: model.precision: unknown precision 'fp8' (expected fp32, fp16 or bf16)"},
       {job_with("{layers: 4, hidden: 32, heads: 4, seq_len: 16, recompute_activations: true}",
                 training, ""),
        "job.yaml: model.recompute_activations: "},
@@ -170,6 +173,19 @@ TEST_F(LocalJobFile, ErrorsNameTheFileAndTheField) {
         << "expected \"" << c.expected << "\" in \"" << error << "\" for\n"
         << c.text;
   }
+}
+
+TEST_F(LocalJobFile, Bf16IsTrainedAndFp32StaysTheDefault) {
+  const LocalJob bf16 = parse(job_with(
+      "{layers: 4, hidden: 32, heads: 4, seq_len: 16, precision: bf16}", valid_training(), ""));
+  EXPECT_EQ(bf16.workload.precision, placement::Precision::BF16);
+  const LocalJob fp32 = parse(job_with(
+      "{layers: 4, hidden: 32, heads: 4, seq_len: 16, precision: fp32}", valid_training(), ""));
+  EXPECT_EQ(fp32.workload.precision, placement::Precision::FP32);
+  EXPECT_EQ(local_precision_problem(placement::Precision::FP32), "");
+  EXPECT_EQ(local_precision_problem(placement::Precision::BF16), "");
+  EXPECT_EQ(local_precision_problem(placement::Precision::FP16),
+            "tessel local trains fp32 or bf16 (bf16 on a GPU, or in fp32 on the CPU), got fp16");
 }
 
 TEST_F(LocalJobFile, TopologyAndDataSourcesAreExclusiveAndChecked) {

@@ -83,10 +83,21 @@ TEST_F(TrainingJobLocal, TheExampleManifestIsTheExampleLocalJob) {
   EXPECT_EQ(from_manifest.checkpoint_keep, 2);
 }
 
+TEST_F(TrainingJobLocal, Bf16AndFp32ManifestsAreTrained) {
+  for (const auto& [text, precision] :
+       {std::pair{"bf16", placement::Precision::BF16}, {"fp32", placement::Precision::FP32}}) {
+    const std::string path = manifest([&](json& j) { j["spec"]["model"]["precision"] = text; });
+    EXPECT_EQ(error_of(path), "(accepted)") << text;
+    EXPECT_EQ(load_job_file(path, kTwoSites).workload.precision, precision) << text;
+  }
+}
+
 TEST_F(TrainingJobLocal, WhatTheCpuRuntimeCannotDoIsRefusedNamingTheField) {
   const std::string source = (dir_ / "job.yaml").string() + ": ";
-  EXPECT_EQ(error_of(manifest([](json& j) { j["spec"]["model"]["precision"] = "bf16"; })),
-            source + "spec.model.precision: tessel local trains in fp32 on the CPU, got bf16");
+  EXPECT_EQ(error_of(manifest([](json& j) { j["spec"]["model"]["precision"] = "fp16"; })),
+            source +
+                "spec.model.precision: tessel local trains fp32 or bf16 (bf16 on a GPU, or in "
+                "fp32 on the CPU), got fp16");
   EXPECT_EQ(
       error_of(manifest([](json& j) { j["spec"]["model"]["recomputeActivations"] = true; })),
       source + "spec.model.recomputeActivations: the CPU stage runtime keeps its activations");

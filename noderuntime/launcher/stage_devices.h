@@ -1,0 +1,32 @@
+// Which backend each stage process of a local job computes on. A tessel-stage decides it itself
+// (noderuntime/stage/device_choice.h: its --device, the job's precision, whether it can use a
+// GPU) and says so in the first line of its standard error, which the launcher sends to the
+// rank's log:
+//   tessel-stage rank 3: device cuda: --device auto: a bf16 job and a usable GPU
+// The launcher reads that line back once the rank has started, for the report, and says once on
+// its own standard error when a bf16 job is computed in fp32 on the CPU (the ranks' lines stay
+// in their logs, not on the console).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::launcher {
+
+struct StageDevice {
+  std::string device;  // "cpu" or "cuda"
+  std::string reason;  // "--device auto: a bf16 job and a usable GPU"
+};
+
+// The device line of a rank's log (the first line that is one, among the log's first 64 KiB);
+// nullopt when the log holds none (yet), or cannot be read.
+std::optional<StageDevice> device_of_log(const std::string& log_path);
+
+// The one line said for a bf16 job when some ranks compute on the CPU: how many, which, and the
+// first one's reason; empty when every known rank is on the GPU. labels[r] names rank r; a rank
+// whose device is not known is left out of the count.
+std::string bf16_on_cpu_note(const std::vector<std::optional<StageDevice>>& devices,
+                             const std::vector<std::string>& labels);
+
+}  // namespace tessel::launcher
