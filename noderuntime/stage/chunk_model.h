@@ -83,8 +83,14 @@ class ChunkModel {
   virtual double forward(ChunkActivations& act, const int* tokens, const int* targets,
                          float dloss) = 0;
   // The chunk's output for that micro-batch, (B, T, C) in host memory: what goes to the next
-  // stage. Valid after forward() until the slot is reused.
+  // stage. Valid once host_ready(act) (below), until the slot is reused.
   virtual const float* output(const ChunkActivations& act) const = 0;
+  // What a compute leaves in host memory for the send that follows it (output() after a
+  // forward, act.grad after a backward) may still be on its way from the device: host_ready()
+  // says whether it has arrived (never blocks), wait_host() waits for it. The copy needs nothing
+  // but work already queued, so waiting for it cannot deadlock. The CPU's is there at once.
+  virtual bool host_ready(ChunkActivations&) { return true; }
+  virtual void wait_host(ChunkActivations&) {}
   // Backward of one micro-batch from its output gradient (act.grad, or the head's own), blocks
   // in reverse; on_block_done(i) runs as soon as local block i's parameter gradients are final
   // for this micro-batch (gradients_for_reduce may then be called for its bucket). The
@@ -95,11 +101,23 @@ class ChunkModel {
 
   // Gradients accumulate (+=) over a step's micro-batches; the runtime zeroes them per step.
   virtual void zero_gradients() = 0;
-  // Bucket `bucket` (layout().buckets()) of the gradients in host memory, holding the final
-  // gradients of the step; the all-reduce sums into it. gradients_reduced() says the sums are
-  // there (a backend that computes elsewhere takes them back).
-  virtual std::span<float> gradients_for_reduce(int bucket) = 0;
+  // Bucket `bucket` (layout().buckets()) of the gradients on its way to the all-reduce in host
+  // memory, once they are final for the step: start_gradients_to_host() starts the copy (it may
+  // still run when it returns), gradients_on_host() says whether it is done (never blocks),
+  // wait_gradients_on_host() waits; host_gradients() is the host buffer the all-reduce sums
+  // into, and gradients_reduced() says the sums are there (a backend that computes elsewhere
+  // takes them back). The CPU's gradients are in host memory already.
+  virtual void start_gradients_to_host(int) {}
+  virtual bool gradients_on_host(int) { return true; }
+  virtual void wait_gradients_on_host(int) {}
+  virtual std::span<float> host_gradients(int bucket) = 0;
   virtual void gradients_reduced(int bucket) = 0;
+  // The three above at once: the bucket's final gradients in host memory.
+  std::span<float> gradients_for_reduce(int bucket) {
+    start_gradients_to_host(bucket);
+    wait_gradients_on_host(bucket);
+    return host_gradients(bucket);
+  }
   // Sum of squared gradients over the tensors counted in the global norm
   // (ParameterTensor::in_norm).
   virtual double gradient_sum_of_squares() = 0;

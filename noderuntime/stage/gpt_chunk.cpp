@@ -76,7 +76,7 @@ void GptChunk::initialize(uint64_t seed) {
 
 void GptChunk::zero_gradients() { k::zero(grads_.data(), layout_.total()); }
 
-std::span<float> GptChunk::gradients_for_reduce(int bucket) {
+std::span<float> GptChunk::host_gradients(int bucket) {
   const GradientBucket& b = layout_.buckets().at(bucket);
   return {grads_.data() + b.offset, static_cast<size_t>(b.size)};
 }

@@ -42,7 +42,7 @@ class GptChunk final : public ChunkModel {
                 const std::function<void(int)>& on_block_done) override;
 
   void zero_gradients() override;
-  std::span<float> gradients_for_reduce(int bucket) override;
+  std::span<float> host_gradients(int bucket) override;
   void gradients_reduced(int) override {}  // the sums are already in place
   double gradient_sum_of_squares() override;
   void adamw_step(const kernels::cpu::AdamWHyperparameters& hp, int step,

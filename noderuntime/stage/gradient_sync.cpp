@@ -23,7 +23,30 @@ void GradientSync::start(int chunk_index, ChunkModel& chunk, int bucket) {
   const bool tie = b.group == BucketGroup::kEmbedding && tie_group_.size() > 1;
   const bool data_parallel = data_parallel_group_.size() > 1;
   if (!tie && !data_parallel) return;
-  const std::span<float> gradients = chunk.gradients_for_reduce(bucket);
+  chunk.start_gradients_to_host(bucket);
+  waiting_.push_back({chunk_index, &chunk, bucket});
+  launch_waiting(false);
+}
+
+void GradientSync::launch_waiting(bool wait) {
+  while (!waiting_.empty()) {
+    const Waiting w = waiting_.front();
+    if (!w.chunk->gradients_on_host(w.bucket)) {
+      if (!wait) return;
+      w.chunk->wait_gradients_on_host(w.bucket);
+    }
+    waiting_.pop_front();
+    launch(w.chunk_index, *w.chunk, w.bucket);
+  }
+}
+
+void GradientSync::flush() { launch_waiting(true); }
+
+void GradientSync::launch(int chunk_index, ChunkModel& chunk, int bucket) {
+  const GradientBucket& b = chunk.layout().buckets().at(bucket);
+  const bool tie = b.group == BucketGroup::kEmbedding && tie_group_.size() > 1;
+  const bool data_parallel = data_parallel_group_.size() > 1;
+  const std::span<float> gradients = chunk.host_gradients(bucket);
   float* data = gradients.data();
   const size_t size = gradients.size();
   const std::string name = "all-reduce c" + std::to_string(chunk_index) + " " + b.name;
@@ -54,12 +77,14 @@ void GradientSync::finish(InFlight& op) {
 }
 
 void GradientSync::poll() {
+  launch_waiting(false);
   for (InFlight& op : in_flight_) {
     if (!op.done && op.request.test()) finish(op);
   }
 }
 
 void GradientSync::wait_all() {
+  flush();
   // The ties first, then the tables' data-parallel all-reduces after every other bucket, in
   // the same order on every member of the group.
   std::vector<InFlight> tables;

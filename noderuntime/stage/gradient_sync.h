@@ -9,7 +9,11 @@
 // bucket); once that is done, in wait_all, the sum is all-reduced over the data-parallel
 // group like any bucket. Every copy ends as the sum over all copies, bit for bit the same.
 //
-// The buckets travel in host memory (ChunkModel::gradients_for_reduce); a group of one rank has
+// The buckets are summed in host memory. A bucket whose gradients are on a device starts its
+// copy to the host when it is started, and its all-reduce once the copy is done: poll() starts
+// those that are ready, in the order they were started (so every member of a group still
+// starts the group's all-reduces in the same order), and flush() waits for the copies and
+// starts them all; the runtime flushes before it blocks on anything. A group of one rank has
 // nothing to sum, so its buckets are left where they are and nothing is traced for them.
 //
 // Every member of a group must start that group's buckets in the same order: the ranks of one
@@ -17,6 +21,7 @@
 // rank's last.
 #pragma once
 
+#include <deque>
 #include <set>
 #include <string>
 #include <utility>
@@ -42,8 +47,12 @@ class GradientSync {
   void start(int chunk_index, ChunkModel& chunk, int bucket);
   // Starts every bucket of the chunk not yet started, in layout order.
   void start_all(int chunk_index, ChunkModel& chunk);
-  // Notes (for the trace) the all-reduces that have completed; throws the transport's error.
+  // Starts the all-reduces whose buckets have reached the host, and notes (for the trace) the
+  // all-reduces that have completed; throws the transport's error.
   void poll();
+  // Starts every all-reduce still waiting for its bucket to reach the host (waiting for the
+  // copies, which depend on no other rank).
+  void flush();
   // Waits for every all-reduce started this step and forgets them: the next step may start
   // the same buckets again. Throws the transport's error.
   void wait_all();
@@ -66,6 +75,16 @@ class GradientSync {
   InFlight start_all_reduce(ChunkModel& chunk, int bucket, bool last, float* data, size_t size,
                             const std::vector<int>& group, const std::string& name);
   void finish(InFlight& op);
+  // Starts the all-reduce of a bucket that is in host memory.
+  void launch(int chunk_index, ChunkModel& chunk, int bucket);
+  // Launches the waiting buckets in order: those whose copy is done, or all when `wait`.
+  void launch_waiting(bool wait);
+
+  struct Waiting {  // started, its gradients on their way to the host
+    int chunk_index;
+    ChunkModel* chunk;
+    int bucket;
+  };
 
   transport::Communicator& comm_;
   const std::vector<int> data_parallel_group_;
@@ -73,6 +92,7 @@ class GradientSync {
   StepTrace* trace_;
   std::set<std::pair<int, int>> started_;  // (chunk index, bucket) this step
   std::vector<InFlight> in_flight_;
+  std::deque<Waiting> waiting_;
 };
 
 }  // namespace tessel::stage

@@ -98,6 +98,7 @@ transport::TensorInfo StageRuntime::message(bool gradient, int micro_batch,
 }
 
 void StageRuntime::wait(transport::Request& request) {
+  flush_host_copies();
   const double start = StepTrace::now_s();
   request.wait();
   wait_s_ += since(start);
@@ -115,6 +116,7 @@ StepReport StageRuntime::train_step(bool stop_requested) {
   const int64_t first = data_position_ + int64_t{replica_} * m * B;
   corpus_.read(first, m * B, T, inputs_.data(), targets_.data());
   receives_.clear();
+  queued_sends_.clear();
   posted_until_ = 0;
   loss_sum_ = 0;
   stop_vote_ = stop_requested;
@@ -123,6 +125,7 @@ StepReport StageRuntime::train_step(bool stop_requested) {
     run_instruction(i);
     poll_in_flight();
   }
+  flush_host_copies();
   for (auto& chunk : chunks_) {
     const double start = StepTrace::now_s();
     chunk->stash.wait_all();
@@ -167,6 +170,7 @@ void StageRuntime::run_instruction(size_t index) {
     case Op::AllReduce:  // with overlap the buckets have all started during the backward
       for (int c = 0; c < layout_.chunks; ++c) sync_.start_all(c, chunks_[c]->model);
       if (!options_.overlap) {
+        flush_host_copies();
         const double start = StepTrace::now_s();
         sync_.wait_all();
         wait_s_ += since(start);
@@ -223,6 +227,38 @@ void StageRuntime::take_receive(bool gradient, int micro_batch, int chunk) {
 }
 
 void StageRuntime::send(const Instruction& in) {
+  if (!options_.overlap) {
+    ChunkState& chunk = *chunks_[in.chunk];
+    chunk.model.wait_host(chunk.stash.at(in.micro_batch).act);
+    issue_send(in);
+    return;
+  }
+  queued_sends_.push_back(in);
+  issue_sends(false);
+}
+
+void StageRuntime::issue_sends(bool wait) {
+  while (!queued_sends_.empty()) {
+    const Instruction in = queued_sends_.front();
+    ChunkState& chunk = *chunks_[in.chunk];
+    ActivationSlot& slot = chunk.stash.at(in.micro_batch);
+    if (!chunk.model.host_ready(slot.act)) {
+      if (!wait) return;
+      const double start = StepTrace::now_s();
+      chunk.model.wait_host(slot.act);
+      wait_s_ += since(start);
+    }
+    queued_sends_.pop_front();
+    issue_send(in);
+  }
+}
+
+void StageRuntime::flush_host_copies() {
+  issue_sends(true);
+  sync_.flush();
+}
+
+void StageRuntime::issue_send(const Instruction& in) {
   const bool gradient = in.op == Op::SendGradient;
   ChunkState& chunk = *chunks_[in.chunk];
   ActivationSlot& slot = chunk.stash.at(in.micro_batch);
@@ -289,6 +325,7 @@ void StageRuntime::backward(size_t index, const Instruction& in) {
 }
 
 void StageRuntime::optimizer_step() {
+  flush_host_copies();
   {
     const double start = StepTrace::now_s();
     sync_.wait_all();
@@ -327,6 +364,7 @@ void StageRuntime::optimizer_step() {
 }
 
 void StageRuntime::poll_in_flight() {
+  issue_sends(false);
   sync_.poll();
   if (!trace_) return;
   for (SentMessage& sent : sends_in_flight_) {

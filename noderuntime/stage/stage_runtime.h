@@ -18,6 +18,13 @@
 // Without overlap every send and receive is waited at once and the whole all-reduce runs at
 // AllReduce, after the backward.
 //
+// A chunk on a device (chunk_model.h) copies what it sends to the host while the rank goes on:
+// with overlap, a send is queued until its data is on the host and issued from the polls
+// between instructions; a bucket's all-reduce likewise starts once its copy is done
+// (gradient_sync.h). Before the rank blocks on anything, every queued send and bucket is
+// issued (their copies need only work already queued on the device), so no peer waits on a
+// send this rank has not issued.
+//
 // Message keys: (activation or gradient, step, micro-batch, the receiving virtual stage).
 // The single-process reference is this same class with P = D = 1 on a one-rank communicator,
 // reading the D m micro-batches of the whole global batch: the same maths, summed in another
@@ -25,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -118,6 +126,13 @@ class StageRuntime {
   void wait_receive(bool gradient, int micro_batch, int chunk);
   void take_receive(bool gradient, int micro_batch, int chunk);
   void send(const placement::Instruction& instruction);
+  // Sends, in order, the queued sends whose data has reached the host (all of them, waiting,
+  // when `wait`).
+  void issue_sends(bool wait);
+  void issue_send(const placement::Instruction& instruction);
+  // Before the rank blocks: every send and every bucket all-reduce waiting for a copy from the
+  // device is started, so no peer waits for what this rank has computed.
+  void flush_host_copies();
   void forward(const placement::Instruction& instruction);
   void backward(size_t index, const placement::Instruction& instruction);
   void optimizer_step();
@@ -155,8 +170,10 @@ class StageRuntime {
     bool traced = false;  // its trace event has been closed
   };
   std::vector<SentMessage> sends_in_flight_;  // for the trace only
-  size_t posted_until_ = 0;                   // receives posted from the list up to here
-  double loss_sum_ = 0;                       // of this rank's head chunk
+  // With overlap: sends whose data is still on its way from the device (ChunkModel::host_ready).
+  std::deque<placement::Instruction> queued_sends_;
+  size_t posted_until_ = 0;  // receives posted from the list up to here
+  double loss_sum_ = 0;      // of this rank's head chunk
   bool stop_vote_ = false;
   StepReport report_;
   double compute_s_ = 0;

@@ -114,6 +114,7 @@ struct RunHooks {
   std::function<void(StageRuntime&, transport::Communicator&)> before;
   std::function<void(StageRuntime&, transport::Communicator&, int)> after_step;
   std::vector<StepTrace>* traces = nullptr;  // one per rank, when given
+  ChunkFactory make_chunk = cpu_chunk_factory();
 };
 
 // Trains `steps` steps on every rank of `layout`, one thread per rank. Fails the test with
@@ -133,7 +134,7 @@ inline RunResult run_pipeline(const GptConfig& config, const PipelineLayout& lay
     threads.emplace_back([&, rank] {
       try {
         StageRuntime runtime(config, layout, options, tiny_corpus(), *comms[rank],
-                             hooks.traces ? &(*hooks.traces)[rank] : nullptr);
+                             hooks.traces ? &(*hooks.traces)[rank] : nullptr, hooks.make_chunk);
         if (hooks.before) hooks.before(runtime, *comms[rank]);
         for (int s = 0; s < steps; ++s) {
           const StepReport report = runtime.train_step();

@@ -148,6 +148,7 @@ void expect_step_matches(const ChunkSpec& spec) {
     EXPECT_NEAR(cuda_loss / cpu_loss, 1.0, kLossTolerance) << cuda_loss << " vs " << cpu_loss;
   } else {
     EXPECT_EQ(cuda_loss, 0.0);
+    pair.cuda->wait_host(cuda_act);  // the output on its way to the host
     EXPECT_LE(relative_l2(pair.cuda->output(cuda_act), pair.cpu.output(cpu_act), BTC),
               kTensorTolerance);
     cpu_act.grad = output_grad;
@@ -158,6 +159,7 @@ void expect_step_matches(const ChunkSpec& spec) {
   pair.cuda->backward(cuda_act, tokens.data(), [&](int i) { cuda_done.push_back(i); });
   EXPECT_EQ(cuda_done, cpu_done);
   if (!spec.embedding) {
+    pair.cuda->wait_host(cuda_act);  // the input gradient on its way to the host
     EXPECT_LE(relative_l2(cuda_act.grad.data(), cpu_act.grad.data(), BTC), kTensorTolerance)
         << "the input gradient";
   }

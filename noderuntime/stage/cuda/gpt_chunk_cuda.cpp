@@ -27,7 +27,7 @@ namespace tessel::stage {
 namespace k = kernels::cuda;
 using k::bf16;
 
-CudaDevice::CudaDevice() : stream_(), context_(stream_.get()) {}
+CudaDevice::CudaDevice() : stream_(), copy_stream_(), context_(stream_.get()) {}
 
 namespace {
 
@@ -109,6 +109,11 @@ struct CudaActivations final : DeviceActivations {
   int* targets = nullptr;
   std::vector<BlockStash> blocks;
   std::vector<float> host_output;  // (B, T, C), filled by a non-head chunk's forward
+  // The copy to the host after a forward (the output) or a backward (the input gradient): bf16
+  // into pinned memory on the copy stream, widened into `pending_into` once it is done.
+  PinnedBuffer<bf16> host_bf16;
+  k::Event computed, copied;
+  std::vector<float>* pending_into = nullptr;
 };
 
 class GptChunkCuda final : public ChunkModel {
@@ -124,8 +129,13 @@ class GptChunkCuda final : public ChunkModel {
   const float* output(const ChunkActivations& act) const override;
   void backward(ChunkActivations& act, const int* tokens,
                 const std::function<void(int)>& on_block_done) override;
+  bool host_ready(ChunkActivations& act) override;
+  void wait_host(ChunkActivations& act) override;
   void zero_gradients() override;
-  std::span<float> gradients_for_reduce(int bucket) override;
+  void start_gradients_to_host(int bucket) override;
+  bool gradients_on_host(int bucket) override { return bucket_copied_.at(bucket).done(); }
+  void wait_gradients_on_host(int bucket) override { bucket_copied_.at(bucket).synchronize(); }
+  std::span<float> host_gradients(int bucket) override;
   void gradients_reduced(int bucket) override;
   double gradient_sum_of_squares() override;
   void adamw_step(const kernels::cpu::AdamWHyperparameters& hp, int step,
@@ -151,8 +161,9 @@ class GptChunkCuda final : public ChunkModel {
   }
   // fp32 host values (B, T, C) into a bf16 device buffer, through the fp32 staging buffer.
   void upload_activation(bf16* out, const std::vector<float>& host);
-  // A bf16 device buffer (B, T, C) into fp32 host values; waits for the stream.
-  void download_activation(std::vector<float>& host, const bf16* in);
+  // Starts the copy of a bf16 device buffer (B, T, C) to the host, after the work queued so far,
+  // for host_ready()/wait_host() to widen into `into`.
+  void start_download(CudaActivations& dev, const bf16* in, std::vector<float>& into);
   double forward_head(CudaActivations& act, const bf16* x, float dloss);
   // The state's three fp32 device buffers into the host mirrors (allocated on first use).
   void ensure_state_mirrors() const;
@@ -174,10 +185,11 @@ class GptChunkCuda final : public ChunkModel {
   bf16 *lnf_ = nullptr, *logits_ = nullptr, *dlnf_ = nullptr;
   float *lnf_mean_ = nullptr, *lnf_rstd_ = nullptr, *losses_ = nullptr;
   // Host side.
-  PinnedBuffer<bf16> host_bf16_;     // (B, T, C) on its way out
   PinnedBuffer<float> host_losses_;  // (B, T)
   k::Event losses_copied_;
-  PinnedBuffer<float> host_grads_;                             // the gradient buckets, on demand
+  PinnedBuffer<float> host_grads_;       // the gradient buckets, on demand
+  std::vector<k::Event> bucket_copied_;  // per bucket: its copy into host_grads_
+  k::Event grads_final_;                 // recorded on the compute stream for such a copy
   mutable PinnedBuffer<float> host_params_, host_m_, host_v_;  // checkpoints, on demand
 };
 
@@ -243,8 +255,8 @@ GptChunkCuda::GptChunkCuda(const GptConfig& config, const ChunkSpec& spec, int b
       losses_ = a.template allocate<float>(BT, "losses");
     }
   });
-  host_bf16_ = PinnedBuffer<bf16>(BTC);
   if (spec.head) host_losses_ = PinnedBuffer<float>(BT);
+  bucket_copied_.resize(layout_.buckets().size());
 }
 
 void GptChunkCuda::initialize(uint64_t seed) {
@@ -290,6 +302,7 @@ ChunkActivations GptChunkCuda::new_activations() const {
     }
   });
   if (!spec().head) dev->host_output.resize(activation_floats());
+  if (!spec().head || !spec().embedding) dev->host_bf16 = PinnedBuffer<bf16>(BTC);
   act.device = std::move(dev);
   return act;
 }
@@ -300,11 +313,31 @@ void GptChunkCuda::upload_activation(bf16* out, const std::vector<float>& host) 
   k::copy_to_bf16(out, staging_, activation_floats(), ctx());
 }
 
-void GptChunkCuda::download_activation(std::vector<float>& host, const bf16* in) {
-  TESSEL_CUDA_CHECK(cudaMemcpyAsync(host_bf16_.get(), in, sizeof(bf16) * host.size(),
-                                    cudaMemcpyDeviceToHost, stream()));
-  device_->synchronize();
-  widen_bf16(host.data(), host_bf16_.get(), activation_floats());
+void GptChunkCuda::start_download(CudaActivations& dev, const bf16* in, std::vector<float>& into) {
+  const k::Stream& copies = device_->copy_stream();
+  dev.computed.record(stream());
+  copies.wait(dev.computed);
+  TESSEL_CUDA_CHECK(cudaMemcpyAsync(dev.host_bf16.get(), in,
+                                    sizeof(bf16) * size_t(activation_floats()),
+                                    cudaMemcpyDeviceToHost, copies.get()));
+  dev.copied.record(copies.get());
+  dev.pending_into = &into;
+}
+
+bool GptChunkCuda::host_ready(ChunkActivations& act) {
+  auto& dev = static_cast<CudaActivations&>(*act.device);
+  if (dev.pending_into == nullptr) return true;
+  if (!dev.copied.done()) return false;
+  widen_bf16(dev.pending_into->data(), dev.host_bf16.get(), activation_floats());
+  dev.pending_into = nullptr;
+  return true;
+}
+
+void GptChunkCuda::wait_host(ChunkActivations& act) {
+  auto& dev = static_cast<CudaActivations&>(*act.device);
+  if (dev.pending_into == nullptr) return;
+  dev.copied.synchronize();
+  host_ready(act);
 }
 
 double GptChunkCuda::forward(ChunkActivations& act, const int* tokens, const int* targets,
@@ -356,7 +389,7 @@ double GptChunkCuda::forward(ChunkActivations& act, const int* tokens, const int
     residual = s.residual3;
   }
   if (spec().head) return forward_head(dev, residual, dloss);
-  download_activation(dev.host_output, residual);
+  start_download(dev, residual, dev.host_output);
   return 0.0;
 }
 
@@ -387,6 +420,7 @@ double GptChunkCuda::forward_head(CudaActivations& dev, const bf16* x, float dlo
 const float* GptChunkCuda::output(const ChunkActivations& act) const {
   const auto& dev = static_cast<const CudaActivations&>(*act.device);
   if (spec().head) throw std::logic_error("the head chunk sends no activation");
+  if (dev.pending_into != nullptr) throw std::logic_error("output() before host_ready()");
   return dev.host_output.data();
 }
 
@@ -428,20 +462,28 @@ void GptChunkCuda::backward(ChunkActivations& act, const int*,
   if (spec().embedding) {
     k::encoder_backward(g + wte_, g + wpe_, dres, dev.tokens, B_, T_, C_, V_, ctx());
   } else {
-    download_activation(act.grad, dres);
+    start_download(dev, dres, act.grad);
   }
 }
 
 void GptChunkCuda::zero_gradients() { k::zero(grads_, layout_.total(), ctx()); }
 
-std::span<float> GptChunkCuda::gradients_for_reduce(int bucket) {
+void GptChunkCuda::start_gradients_to_host(int bucket) {
   const GradientBucket& b = layout_.buckets().at(bucket);
   if (!host_grads_) host_grads_ = PinnedBuffer<float>(layout_.total());
-  float* host = host_grads_.get() + b.offset;
-  TESSEL_CUDA_CHECK(cudaMemcpyAsync(host, grads_ + b.offset, sizeof(float) * size_t(b.size),
-                                    cudaMemcpyDeviceToHost, stream()));
-  device_->synchronize();
-  return {host, static_cast<size_t>(b.size)};
+  const k::Stream& copies = device_->copy_stream();
+  grads_final_.record(stream());
+  copies.wait(grads_final_);
+  TESSEL_CUDA_CHECK(cudaMemcpyAsync(host_grads_.get() + b.offset, grads_ + b.offset,
+                                    sizeof(float) * size_t(b.size), cudaMemcpyDeviceToHost,
+                                    copies.get()));
+  bucket_copied_.at(bucket).record(copies.get());
+}
+
+std::span<float> GptChunkCuda::host_gradients(int bucket) {
+  const GradientBucket& b = layout_.buckets().at(bucket);
+  if (!host_grads_) throw std::logic_error("host_gradients before start_gradients_to_host");
+  return {host_grads_.get() + b.offset, static_cast<size_t>(b.size)};
 }
 
 void GptChunkCuda::gradients_reduced(int bucket) {

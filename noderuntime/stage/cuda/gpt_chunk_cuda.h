@@ -12,9 +12,12 @@
 // the data-parallel all-reduce sums over the TCP transport, the squared-gradient sum, and the
 // state a checkpoint saves. Host buffers on that path are pinned.
 //
-// One CudaDevice (one compute stream and its op Context) serves all chunks of a process; every
-// op runs in order on that stream, and the host waits for it only where a result must be on the
-// host (the copies above).
+// One CudaDevice serves all chunks of a process: a compute stream with its op Context, where
+// every op runs in order, and a copy stream for what goes to the host (an activation or input
+// gradient to send, a gradient bucket to all-reduce), ordered after its compute by an event, so
+// the compute stream goes on while it copies and the host waits for nothing until it needs the
+// data (ChunkModel::host_ready, gradients_on_host). Data from the host (a received activation or
+// gradient, the reduced buckets) is copied on the compute stream, in order before its use.
 #pragma once
 
 #include <memory>
@@ -32,10 +35,12 @@ class CudaDevice {
   CudaDevice();
   kernels::cuda::Context& context() { return context_; }
   cudaStream_t stream() const { return stream_.get(); }
+  const kernels::cuda::Stream& copy_stream() const { return copy_stream_; }
   void synchronize() const { stream_.synchronize(); }
 
  private:
   kernels::cuda::Stream stream_;
+  kernels::cuda::Stream copy_stream_;
   kernels::cuda::Context context_;
 };
 
