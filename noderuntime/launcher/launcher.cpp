@@ -159,7 +159,8 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   std::vector<std::string> labels;
   for (int rank = 0; rank < job.world_size(); ++rank) {
     labels.push_back(tasklet_label(rank % job.stages, rank / job.stages));
-    result.ranks.push_back({labels.back(), result.plan.device_of_rank[rank], ports[rank], "", {}});
+    result.ranks.push_back(
+        {labels.back(), result.plan.device_of_rank[rank], ports[rank], "", "", {}});
   }
   const std::string steps_text =
       resuming
@@ -182,14 +183,15 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
     StopSignals signals;
     StageProcesses processes(binary, job_path.string(), labels, (dir / "logs").string(),
                              {"--device", options.device});
-    // Each rank says on its log what it computes on; a bf16 job computed in fp32 on the CPU is
-    // said once here, when every rank has said (or at the end, of those that did).
+    // Each rank says on its log what it computes on; ranks computing in another precision than
+    // the job's (a bf16 job in fp32 on the CPU) are said once here, when every rank has said
+    // (or at the end, of those that did).
     std::vector<std::optional<StageDevice>> devices(job.world_size());
     int devices_known = 0;
     bool noted = false;
-    const auto note_bf16_on_cpu = [&] {
-      if (noted || job.workload.precision != placement::Precision::BF16) return;
-      const std::string note = bf16_on_cpu_note(devices, labels);
+    const auto note_precision = [&] {
+      if (noted) return;
+      const std::string note = precision_note(job.workload.precision, devices, labels);
       if (note.empty()) return;
       noted = true;
       say(options.err, "tessel local: " + note);
@@ -198,10 +200,10 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
     supervision.on_started = [&](int rank) {
       if (devices[rank]) return;
       devices[rank] = device_of_log(processes.children()[rank].log_path);
-      if (devices[rank] && ++devices_known == job.world_size()) note_bf16_on_cpu();
+      if (devices[rank] && ++devices_known == job.world_size()) note_precision();
     };
     run = supervise(processes, progress, signals, tracker, supervision);
-    note_bf16_on_cpu();
+    note_precision();
     for (const StageChild& child : processes.children()) {
       result.ranks[child.rank].exit = child.exit ? child.exit->describe() : "not started";
       if (!devices[child.rank]) devices[child.rank] = device_of_log(child.log_path);

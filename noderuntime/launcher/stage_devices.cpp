@@ -36,27 +36,34 @@ std::optional<StageDevice> device_of_log(const std::string& log_path) {
   return std::nullopt;
 }
 
-std::string bf16_on_cpu_note(const std::vector<std::optional<StageDevice>>& devices,
-                             const std::vector<std::string>& labels) {
+std::string precision_note(placement::Precision precision,
+                           const std::vector<std::optional<StageDevice>>& devices,
+                           const std::vector<std::string>& labels) {
+  // The backend whose arithmetic is not the job's, and what it computes instead.
+  const bool bf16 = precision == placement::Precision::BF16;
+  if (!bf16 && precision != placement::Precision::FP32) return "";
+  const std::string other = bf16 ? "cpu" : "cuda";
+  const std::string instead = bf16 ? "the CPU backend, which computes it in fp32"
+                                   : "the CUDA backend, which computes it in bf16 mixed "
+                                     "precision (fp32 master weights)";
   int known = 0;
-  std::vector<size_t> on_cpu;
+  std::vector<size_t> mismatched;
   for (size_t r = 0; r < devices.size(); ++r) {
     if (!devices[r]) continue;
     ++known;
-    if (devices[r]->device == "cpu") on_cpu.push_back(r);
+    if (devices[r]->device == other) mismatched.push_back(r);
   }
-  if (on_cpu.empty()) return "";
-  const size_t first = on_cpu.front();
-  const bool all = on_cpu.size() == static_cast<size_t>(known);
+  if (mismatched.empty()) return "";
+  const size_t first = mismatched.front();
+  const bool all = mismatched.size() == static_cast<size_t>(known);
   const std::string who =
       all && known == 1 ? "its rank runs"
       : all             ? "all " + std::to_string(known) + " ranks run"
-            : std::to_string(on_cpu.size()) + " of " + std::to_string(known) + " ranks run";
+            : std::to_string(mismatched.size()) + " of " + std::to_string(known) + " ranks run";
   std::string label = "rank " + std::to_string(first);
   if (first < labels.size()) label += ", " + labels[first];
-  return "the job's precision is bf16, but " + who +
-         " on the CPU backend, which computes it in fp32 (" + label + ": " +
-         devices[first]->reason + ")";
+  return std::string("the job's precision is ") + placement::to_string(precision) + ", but " + who +
+         " on " + instead + " (" + label + ": " + devices[first]->reason + ")";
 }
 
 }  // namespace tessel::launcher

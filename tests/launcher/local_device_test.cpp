@@ -1,7 +1,8 @@
 // `tessel local --device`: the choice is checked with tessel-stage's own parser before anything
 // is written and reaches every stage process; a bf16 job is trained, and when its ranks run on
-// the CPU backend (fp32 arithmetic) the launcher says so once on its standard error while each
-// rank's device line stays in its log; the report names what each rank computed on.
+// the CPU backend (fp32 arithmetic) the launcher says so once on its standard error (an fp32
+// job on the CUDA backend likewise) while each rank's device line stays in its log; the report
+// names what each rank computed on.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -165,22 +166,30 @@ TEST(StageDevices, TheDeviceLineIsReadFromTheLogAndAnythingElseIsNot) {
   EXPECT_FALSE(device_of_log(log.string()));
 }
 
-TEST(StageDevices, TheBf16NoteCountsTheRanksOnTheCpuAndNamesTheFirst) {
+TEST(StageDevices, ThePrecisionNoteCountsTheRanksOfTheOtherArithmeticAndNamesTheFirst) {
+  using placement::Precision;
   const std::vector<std::string> labels = {"stage 0 replica 0", "stage 1 replica 0",
                                            "stage 0 replica 1"};
   const StageDevice cpu{"cpu", "why"};
   const StageDevice cuda{"cuda", "gpu"};
-  EXPECT_EQ(bf16_on_cpu_note({cuda, cuda, std::nullopt}, labels), "");
-  EXPECT_EQ(bf16_on_cpu_note({std::nullopt, std::nullopt, std::nullopt}, labels), "");
-  EXPECT_EQ(bf16_on_cpu_note({cuda, cpu, cpu}, labels),
+  EXPECT_EQ(precision_note(Precision::BF16, {cuda, cuda, std::nullopt}, labels), "");
+  EXPECT_EQ(precision_note(Precision::BF16, {std::nullopt, std::nullopt, std::nullopt}, labels),
+            "");
+  EXPECT_EQ(precision_note(Precision::FP32, {cpu, cpu, cpu}, labels), "");
+  EXPECT_EQ(precision_note(Precision::BF16, {cuda, cpu, cpu}, labels),
             "the job's precision is bf16, but 2 of 3 ranks run on the CPU backend, which "
             "computes it in fp32 (rank 1, stage 1 replica 0: why)");
-  EXPECT_EQ(bf16_on_cpu_note({cpu, std::nullopt, cpu}, labels),
+  EXPECT_EQ(precision_note(Precision::BF16, {cpu, std::nullopt, cpu}, labels),
             "the job's precision is bf16, but all 2 ranks run on the CPU backend, which "
             "computes it in fp32 (rank 0, stage 0 replica 0: why)");
-  EXPECT_EQ(bf16_on_cpu_note({cpu}, {"stage 0 replica 0"}),
+  EXPECT_EQ(precision_note(Precision::BF16, {cpu}, {"stage 0 replica 0"}),
             "the job's precision is bf16, but its rank runs on the CPU backend, which computes "
             "it in fp32 (rank 0, stage 0 replica 0: why)");
+  EXPECT_EQ(precision_note(Precision::FP32, {cpu, cpu, cuda}, labels),
+            "the job's precision is fp32, but 1 of 3 ranks run on the CUDA backend, which "
+            "computes it in bf16 mixed precision (fp32 master weights) (rank 2, stage 0 replica "
+            "1: gpu)");
+  EXPECT_EQ(precision_note(Precision::FP16, {cpu, cpu, cuda}, labels), "");  // never trained
 }
 
 }  // namespace
