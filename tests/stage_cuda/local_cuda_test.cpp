@@ -94,6 +94,12 @@ TEST(LocalCuda, TwoStageProcessesShareTheGpuAndTrainAsTheCpuBackendDoes) {
   if (const auto reason = tessel::kernels::cuda::gpu_unavailable_reason()) {
     GTEST_SKIP() << "no GPU: " << *reason;
   }
+  // Always there in the build (a dependency of this test); a copy of the build on another
+  // machine (bench/gpu) may carry the stage_cuda tests without it.
+  const std::string tessel = executable("TESSEL_BINARY", TESSEL_BINARY);
+  if (::access(tessel.c_str(), X_OK) != 0) {
+    GTEST_SKIP() << "no tessel executable at " << tessel << ": set TESSEL_BINARY";
+  }
   const LocalRun cuda =
       run_local("cuda", executable("TESSEL_STAGE_CUDA_BINARY", TESSEL_STAGE_CUDA_BINARY));
   ASSERT_EQ(cuda.status, 0) << cuda.out << cuda.err;
