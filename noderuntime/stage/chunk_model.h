@@ -22,6 +22,8 @@
 #include "noderuntime/stage/gpt_config.h"
 #include "noderuntime/stage/parameter_layout.h"
 
+struct CUstream_st;  // what a cudaStream_t points to (no CUDA header here)
+
 namespace tessel::stage {
 
 enum class Device { kCpu, kCuda };
@@ -112,6 +114,18 @@ class ChunkModel {
   virtual void wait_gradients_on_host(int) {}
   virtual std::span<float> host_gradients(int bucket) = 0;
   virtual void gradients_reduced(int bucket) = 0;
+  // Bucket `bucket` of the gradients where a backend on a device keeps them, for a collective
+  // that sums them in place there (NCCL, gradient_sync.h): `size` fp32 elements at `data` in
+  // device memory, final once the work queued on `stream` so far has run (the collective is
+  // ordered after it); the caller waits for the collective on the host before it queues
+  // anything that reads the gradients (the optimizer step). data is null on a backend without
+  // a device (the CPU's).
+  struct DeviceGradients {
+    float* data = nullptr;
+    size_t size = 0;
+    CUstream_st* stream = nullptr;
+  };
+  virtual DeviceGradients device_gradients(int) { return {}; }
   // The three above at once: the bucket's final gradients in host memory.
   std::span<float> gradients_for_reduce(int bucket) {
     start_gradients_to_host(bucket);

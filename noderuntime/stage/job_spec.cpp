@@ -191,6 +191,26 @@ void parse_pipeline(const Section& root, JobSpec& job) {
   }
 }
 
+// ranks[i].island: a label of 1 to kMaxIslandLabel characters [A-Za-z0-9._:/-].
+std::string parse_island(const Section& r) {
+  const std::string label = r.required_string("island");
+  if (label.empty()) {
+    r.fail(r.field("island"), "must not be empty (leave the field out for an island of its own)");
+  }
+  if (label.size() > kMaxIslandLabel) {
+    r.fail(r.field("island"), "is " + std::to_string(label.size()) + " characters long, at most " +
+                                  std::to_string(kMaxIslandLabel));
+  }
+  for (const char c : label) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '/' || c == '-';
+    if (!ok) {
+      r.fail(r.field("island"), json(label).dump() + " has a character outside [A-Za-z0-9._:/-]");
+    }
+  }
+  return label;
+}
+
 void parse_ranks(const Section& root, const std::string& source, JobSpec& job) {
   const json& ranks = root.at("ranks");
   if (!ranks.is_array()) root.fail("ranks", "expected an array of {stage, replica, host, port}");
@@ -203,7 +223,7 @@ void parse_ranks(const Section& root, const std::string& source, JobSpec& job) {
   for (int rank = 0; rank < layout.world_size(); ++rank) {
     const std::string path = "ranks[" + std::to_string(rank) + "]";
     const Section r(ranks[rank], path, source);
-    r.allow({"stage", "replica", "host", "port"});
+    r.allow({"stage", "replica", "host", "port", "island"});
     const int stage = static_cast<int>(r.required_integer("stage", 0, layout.stages - 1));
     const int replica = static_cast<int>(r.required_integer("replica", 0, layout.replicas - 1));
     int& slot = layout.rank_of_tasklet[stage * layout.replicas + replica];
@@ -217,7 +237,11 @@ void parse_ranks(const Section& root, const std::string& source, JobSpec& job) {
     const auto port = static_cast<uint16_t>(r.required_integer("port", 1, 65535));
     job.addresses.push_back(
         {host, port, "stage " + std::to_string(stage) + " replica " + std::to_string(replica)});
+    job.islands.push_back(r.has("island") ? parse_island(r) : std::string());
   }
+  bool any = false;
+  for (const std::string& label : job.islands) any = any || !label.empty();
+  if (!any) job.islands.clear();
 }
 
 transport::LinkShape parse_shape(const Section& s) {

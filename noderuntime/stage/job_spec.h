@@ -14,8 +14,8 @@
 //                                 auto picks the CUDA backend, bf16 mixed precision, for a bf16
 //                                 job on a machine with a GPU; the CPU backend computes in fp32
 //                                 whatever the precision); recompute_activations is a cost-model
-//                                 input the runtime ignores (it keeps activations). Micro-batches per
-//                                 replica m = global_batch / (replicas x micro_batch).
+//                                 input the runtime ignores (it keeps activations). Micro-batches
+//                                 per replica m = global_batch / (replicas x micro_batch).
 //   "training": {"steps": 100,    required, >= 1
 //                "learning_rate": 3e-4, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95,
 //                "eps": 1e-8, "grad_clip": 1.0 (0: off), "seed": 1337, "threads": 1},
@@ -26,7 +26,16 @@
 //   "pipeline": {"stages": 2, "replicas": 2, "layer_split": [6, 6]},  layer_split optional
 //                                 (even), one entry per virtual stage (stages x chunks)
 //   "ranks": [{"stage": 0, "replica": 0, "host": "127.0.0.1", "port": 41000}, ...],
-//                                 index = rank; every (stage, replica) exactly once
+//                                 index = rank; every (stage, replica) exactly once. Optional
+//                                 "island": "node-a" (1 to 253 of [A-Za-z0-9._:/-]): the ranks of
+//                                 one data-parallel group with the same label form one island,
+//                                 GPUs NCCL reaches (one node, or one cluster); without it a rank
+//                                 is an island of its own. A group with an island of more than one
+//                                 rank sums its gradients by the hierarchical all-reduce
+//                                 (gradient_sync.h: NCCL inside on the CUDA backend, the TCP ring
+//                                 across; the TCP ring at both levels on the CPU); else by the
+//                                 flat TCP ring. A CUDA rank uses its process's current device
+//                                 (CUDA_VISIBLE_DEVICES chooses it), one per rank of an island.
 //   "links": {"default": {"gbps": 10, "latency_ms": 1},                optional: link shaping
 //             "pairs": [{"a": 0, "b": 1, "gbps": 1, "latency_ms": 20}]},  a pair shapes both
 //                                 directions between ranks a and b; gbps 0 means unlimited.
@@ -94,6 +103,8 @@ struct JobSpec {
   DataSpec data;
   PipelineLayout layout;
   std::vector<transport::PeerAddress> addresses;  // per rank; label "stage s replica r"
+  // Per rank, its island's label ("" for none); empty when no rank has one.
+  std::vector<std::string> islands;
   std::optional<transport::LinkEmulator> links;
   std::chrono::milliseconds connect_timeout{60000};
   std::chrono::milliseconds io_timeout{300000};
@@ -101,6 +112,9 @@ struct JobSpec {
   std::string trace_path;        // may hold "{rank}"
   std::string progress_address;  // host:port of the StageProgress service; empty: stdout
 };
+
+// The longest island label (a Kubernetes node name's limit, a DNS subdomain's).
+inline constexpr size_t kMaxIslandLabel = 253;
 
 // source names the text in errors (the file's path). Throws ConfigError.
 JobSpec parse_job_spec(const std::string& text, const std::string& source);

@@ -138,7 +138,8 @@ pb::Tasklet tasklet_of(const JobSpec& job, int rank, uint64_t incarnation) {
 }
 
 int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, std::ostream& err,
-                      const std::atomic<int>& stop_signal, const ChunkFactory& make_chunk) {
+                      const std::atomic<int>& stop_signal, const ChunkFactory& make_chunk,
+                      const IslandLevelsFactory& make_levels) {
   const int world = job.layout.world_size();
   if (progress.tasklet().stage() < 0) {
     const std::string message =
@@ -159,7 +160,8 @@ int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, 
     const TokenCorpus corpus = load_corpus(job.data, job.model.vocab);
     const std::unique_ptr<transport::TcpCommunicator> comm = connect(job, rank);
     StageRuntime runtime(job.model, job.layout, job.training, corpus, *comm,
-                         trace ? &*trace : nullptr, make_chunk);
+                         trace ? &*trace : nullptr, make_chunk,
+                         DataParallelIslands{job.islands, make_levels});
     const bool checkpoints = !job.checkpoint.dir.empty();
     std::optional<int64_t> resumed;
     if (checkpoints && job.checkpoint.resume) {

@@ -32,6 +32,7 @@
 #include <ostream>
 
 #include "noderuntime/stage/chunk_model.h"
+#include "noderuntime/stage/gradient_sync.h"
 #include "noderuntime/stage/job_spec.h"
 #include "noderuntime/stage/progress_reporter.h"
 
@@ -40,9 +41,12 @@ namespace tessel::stage {
 // Who rank R of the job is (stage and replica -1 when R is out of range).
 pb::Tasklet tasklet_of(const JobSpec& job, int rank, uint64_t incarnation);
 
-// make_chunk builds the chunks on the device the process chose (the CPU by default).
+// make_chunk builds the chunks on the device the process chose (the CPU by default);
+// make_levels the levels of the data-parallel all-reduce inside and across the job's islands
+// (job_spec.h ranks[].island; null: the TCP ring at both levels, gradient_sync.h).
 int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, std::ostream& err,
                       const std::atomic<int>& stop_signal,
-                      const ChunkFactory& make_chunk = cpu_chunk_factory());
+                      const ChunkFactory& make_chunk = cpu_chunk_factory(),
+                      const IslandLevelsFactory& make_levels = {});
 
 }  // namespace tessel::stage

@@ -40,7 +40,7 @@ const PipelineLayout& validated(const PipelineLayout& layout, const GptConfig& c
 StageRuntime::StageRuntime(const GptConfig& config, const PipelineLayout& layout,
                            const TrainingOptions& options, const TokenCorpus& corpus,
                            transport::Communicator& comm, StepTrace* trace,
-                           const ChunkFactory& make_chunk)
+                           const ChunkFactory& make_chunk, const DataParallelIslands& islands)
     : config_(config),
       layout_(validated(layout, config, comm)),
       options_(options),
@@ -49,7 +49,8 @@ StageRuntime::StageRuntime(const GptConfig& config, const PipelineLayout& layout
       trace_(trace),
       stage_(layout_.tasklet_of(comm.rank()).stage),
       replica_(layout_.tasklet_of(comm.rank()).replica),
-      sync_(comm, layout_.data_parallel_group(stage_), layout_.tie_group(replica_), trace) {
+      sync_(comm, layout_.data_parallel_group(stage_), layout_.tie_group(replica_), trace,
+            islands) {
   options_.validate();
   const placement::ScheduleSpec spec{options_.schedule, layout_.stages, options_.micro_batches,
                                      layout_.chunks, options_.microbatch_group};

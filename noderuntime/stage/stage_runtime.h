@@ -80,12 +80,16 @@ class StageRuntime {
  public:
   // comm.rank() says which tasklet this is (layout.tasklet_of). The parameters are
   // initialised from options.seed. trace, when given, receives every event of every step.
-  // make_chunk builds the chunks on their device (the CPU by default).
-  // Throws ConfigError for an invalid layout, options or schedule.
+  // make_chunk builds the chunks on their device (the CPU by default). islands splits the
+  // stage's data-parallel group for the hierarchical all-reduce (gradient_sync.h; by default
+  // none: the flat ring).
+  // Throws ConfigError for an invalid layout, options or schedule, or islands that cannot be
+  // set up.
   StageRuntime(const GptConfig& config, const PipelineLayout& layout,
                const TrainingOptions& options, const TokenCorpus& corpus,
                transport::Communicator& comm, StepTrace* trace = nullptr,
-               const ChunkFactory& make_chunk = cpu_chunk_factory());
+               const ChunkFactory& make_chunk = cpu_chunk_factory(),
+               const DataParallelIslands& islands = {});
   // After a failed step, closes the communicator: operations still in flight name buffers
   // owned here, and closing fails them before the buffers go.
   ~StageRuntime();

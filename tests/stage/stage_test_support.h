@@ -115,6 +115,7 @@ struct RunHooks {
   std::function<void(StageRuntime&, transport::Communicator&, int)> after_step;
   std::vector<StepTrace>* traces = nullptr;  // one per rank, when given
   ChunkFactory make_chunk = cpu_chunk_factory();
+  DataParallelIslands islands;  // the data-parallel groups' islands (none: the flat ring)
 };
 
 // Trains `steps` steps on every rank of `layout`, one thread per rank. Fails the test with
@@ -134,7 +135,8 @@ inline RunResult run_pipeline(const GptConfig& config, const PipelineLayout& lay
     threads.emplace_back([&, rank] {
       try {
         StageRuntime runtime(config, layout, options, tiny_corpus(), *comms[rank],
-                             hooks.traces ? &(*hooks.traces)[rank] : nullptr, hooks.make_chunk);
+                             hooks.traces ? &(*hooks.traces)[rank] : nullptr, hooks.make_chunk,
+                             hooks.islands);
         if (hooks.before) hooks.before(runtime, *comms[rank]);
         for (int s = 0; s < steps; ++s) {
           const StepReport report = runtime.train_step();

@@ -137,6 +137,10 @@ class GptChunkCuda final : public ChunkModel {
   void wait_gradients_on_host(int bucket) override { bucket_copied_.at(bucket).synchronize(); }
   std::span<float> host_gradients(int bucket) override;
   void gradients_reduced(int bucket) override;
+  DeviceGradients device_gradients(int bucket) override {
+    const GradientBucket& b = layout_.buckets().at(bucket);
+    return {grads_ + b.offset, static_cast<size_t>(b.size), stream()};
+  }
   double gradient_sum_of_squares() override;
   void adamw_step(const kernels::cpu::AdamWHyperparameters& hp, int step,
                   float grad_scale) override;
