@@ -159,7 +159,7 @@ GradientSync::GradientSync(transport::Communicator& comm, std::vector<int> data_
       trace_(trace) {
   const std::vector<std::vector<int>> parts =
       islands_of(data_parallel_group_, islands.island_of_rank);
-  bool shared = false;
+  bool shared = islands.islands_of_one && data_parallel_group_.size() > 1;
   for (const auto& island : parts) shared = shared || island.size() > 1;
   if (!shared) return;  // the flat ring
   try {

@@ -86,6 +86,8 @@ struct DataParallelIslands {
   std::vector<std::string> island_of_rank;
   // Null: tcp_island_levels().
   IslandLevelsFactory make_levels;
+  // Tests: the hierarchical all-reduce even when every island has one rank (NCCL on one GPU).
+  bool islands_of_one = false;
 };
 
 // The islands of `group`: its members with the same non-empty label form one island (members

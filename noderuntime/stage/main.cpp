@@ -22,6 +22,9 @@
 #include "kernels/cuda/device.h"
 #include "noderuntime/stage/cuda/gpt_chunk_cuda.h"
 #endif
+#ifdef TESSEL_STAGE_NCCL
+#include "noderuntime/stage/cuda/nccl_islands.h"
+#endif
 
 namespace {
 
@@ -72,6 +75,21 @@ tessel::stage::ChunkFactory chunk_factory(tessel::stage::Device device) {
   (void)device;
 #endif
   return tessel::stage::cpu_chunk_factory();
+}
+
+// The levels of the data-parallel all-reduce over the job's islands: NCCL inside them for the
+// CUDA backend when built with NCCL, else (null) the TCP ring at both levels over host memory.
+tessel::stage::IslandLevelsFactory island_levels(tessel::stage::Device device,
+                                                 const tessel::stage::JobSpec& job) {
+#ifdef TESSEL_STAGE_NCCL
+  if (device == tessel::stage::Device::kCuda) {
+    return tessel::stage::nccl_island_levels(job.io_timeout);
+  }
+#else
+  (void)device;
+  (void)job;
+#endif
+  return {};
 }
 
 }  // namespace
@@ -143,7 +161,8 @@ int main(int argc, char** argv) {
   int status = 1;
   try {
     status = tessel::stage::run_stage_process(job, rank, *progress, std::cerr, g_stop_signal,
-                                              chunk_factory(device.device));
+                                              chunk_factory(device.device),
+                                              island_levels(device.device, job));
   } catch (const std::exception& e) {  // the device could not be opened
     std::cerr << "tessel-stage rank " << rank << ": device " << to_string(device.device) << ": "
               << e.what() << '\n';
