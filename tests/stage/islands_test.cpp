@@ -374,6 +374,44 @@ TEST(Islands, LevelsThatCannotBeSetUpFailTheRuntimeNamingThem) {
   }
 }
 
+// A rank that goes away after the first step fails every other rank's next step with the
+// hierarchical all-reduce's error naming the peer, and nothing hangs: the all-reduce thread
+// fails the buckets queued behind the failed one, and the runtime is destroyed cleanly.
+TEST(Islands, APeerGoneFailsTheOthersNamingIt) {
+  const GptConfig config = testing::tiny_config();
+  const PipelineLayout layout = PipelineLayout::standard(1, 4, 1, config.layers);
+  testing::Comms comms = testing::connect_ranks(testing::tasklet_labels(layout));
+  const DataParallelIslands islands{{"a", "a", "b", "b"}, {}};
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 4; ++rank) {
+    threads.emplace_back([&, rank] {
+      try {
+        StageRuntime runtime(config, layout, testing::tiny_options(ScheduleKind::OneFOneB, 2),
+                             testing::tiny_corpus(), *comms[rank], nullptr, cpu_chunk_factory(),
+                             islands);
+        runtime.train_step();
+        if (rank == 3) {
+          comms[rank]->close();
+          return;
+        }
+        runtime.train_step();
+      } catch (const std::exception& e) {
+        errors[rank] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(errors[3], "");
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_NE(errors[rank].find("hierarchical all-reduce at rank " + std::to_string(rank)),
+              std::string::npos)
+        << errors[rank];
+  }
+  // Rank 2 shares its island with rank 3: its reduce-scatter names it.
+  EXPECT_NE(errors[2].find("stage 0 replica 3"), std::string::npos) << errors[2];
+}
+
 // ---- job.json -------------------------------------------------------------------------------
 
 nlohmann::json job_with_islands(int stages, int replicas) {
