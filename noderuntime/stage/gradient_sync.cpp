@@ -198,10 +198,9 @@ GradientSync::InFlight GradientSync::start_data_parallel(ChunkModel& chunk, int 
   if (hierarchical_->on_device()) {
     const ChunkModel::DeviceGradients device = chunk.device_gradients(bucket);
     if (!device.data) {
-      throw std::logic_error(
-          "gradient sync: the data-parallel islands sum on a device, but chunk "
-          "of bucket " +
-          chunk.layout().buckets().at(bucket).name + " has no device gradients");
+      throw std::logic_error("gradient sync: the islands' levels sum on a device, but the " +
+                             to_string(chunk.device()) + " chunk of bucket " +
+                             chunk.layout().buckets().at(bucket).name + " has no device gradients");
     }
     data = device.data;
     size = device.size;
