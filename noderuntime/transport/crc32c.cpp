@@ -1,6 +1,11 @@
 #include "noderuntime/transport/crc32c.h"
 
 #include <array>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
 
 namespace tessel::transport {
 namespace {
@@ -34,7 +39,7 @@ uint32_t load_le32(const std::byte* p) {
 
 }  // namespace
 
-uint32_t crc32c_extend(uint32_t crc, std::span<const std::byte> data) {
+uint32_t crc32c_extend_portable(uint32_t crc, std::span<const std::byte> data) {
   const std::byte* p = data.data();
   size_t n = data.size();
   crc = ~crc;
@@ -49,6 +54,39 @@ uint32_t crc32c_extend(uint32_t crc, std::span<const std::byte> data) {
   }
   while (n-- > 0) crc = (crc >> 8) ^ kTables[0][(crc ^ static_cast<uint32_t>(*p++)) & 0xFFu];
   return ~crc;
+}
+
+#if defined(__x86_64__)
+namespace {
+
+// SSE4.2's crc32 instruction computes this very polynomial, eight bytes per instruction.
+__attribute__((target("sse4.2"))) uint32_t crc32c_extend_sse42(uint32_t crc,
+                                                               std::span<const std::byte> data) {
+  const std::byte* p = data.data();
+  size_t n = data.size();
+  uint64_t c = ~crc;
+  while (n >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, sizeof word);  // little-endian, as the instruction expects
+    c = _mm_crc32_u64(c, word);
+    p += 8;
+    n -= 8;
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  while (n-- > 0) c32 = _mm_crc32_u8(c32, static_cast<uint8_t>(*p++));
+  return ~c32;
+}
+
+const bool kHaveSse42 = __builtin_cpu_supports("sse4.2");
+
+}  // namespace
+#endif
+
+uint32_t crc32c_extend(uint32_t crc, std::span<const std::byte> data) {
+#if defined(__x86_64__)
+  if (kHaveSse42) return crc32c_extend_sse42(crc, data);
+#endif
+  return crc32c_extend_portable(crc, data);
 }
 
 }  // namespace tessel::transport

@@ -1,6 +1,8 @@
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78), the checksum of every tensor message's
-// payload and header. Software slicing-by-8 (eight 256-entry tables, eight bytes per step):
-// portable, no SSE4.2 required, and a few GB/s per core, so it never dominates a 1 GB/s link.
+// payload and header. On x86-64 with SSE4.2 (checked at run time) the crc32 instruction, eight
+// bytes at a time; elsewhere software slicing-by-8 (eight 256-entry tables, eight bytes per
+// step), a few GB/s per core. Between processes of one machine the links are fast enough for the
+// checksum to show: the instruction is several times faster.
 #pragma once
 
 #include <cstddef>
@@ -14,5 +16,8 @@ namespace tessel::transport {
 uint32_t crc32c_extend(uint32_t crc, std::span<const std::byte> data);
 
 inline uint32_t crc32c(std::span<const std::byte> data) { return crc32c_extend(0, data); }
+
+// The software path alone, on every machine (what crc32c_extend does without SSE4.2).
+uint32_t crc32c_extend_portable(uint32_t crc, std::span<const std::byte> data);
 
 }  // namespace tessel::transport
