@@ -1,26 +1,13 @@
 #include "noderuntime/launcher/job_file.h"
 
-#include "noderuntime/transport/socket.h"
-
 namespace tessel::launcher {
 
 std::string tasklet_label(int stage, int replica) {
   return "stage " + std::to_string(stage) + " replica " + std::to_string(replica);
 }
 
-std::vector<uint16_t> pick_free_ports(int count) {
-  std::vector<transport::TcpListener> held;
-  std::vector<uint16_t> ports;
-  for (int i = 0; i < count; ++i) {
-    held.push_back(transport::TcpListener::bind("127.0.0.1", 0));
-    ports.push_back(held.back().port());
-  }
-  return ports;
-}
-
 nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
-                                     const std::vector<uint16_t>& ports, const JobFilePaths& paths,
-                                     uint64_t job_id) {
+                                     const JobFilePaths& paths, uint64_t job_id) {
   using nlohmann::ordered_json;
   const placement::Workload& w = job.workload;
   const LocalTraining& t = job.training;
@@ -64,7 +51,7 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
     ranks.push_back({{"stage", r % job.stages},
                      {"replica", r / job.stages},
                      {"host", "127.0.0.1"},
-                     {"port", ports.at(r)}});
+                     {"port", 0}});
   }
   j["ranks"] = std::move(ranks);
   j["links"] = {{"topology", paths.topology}, {"devices", plan.device_of_rank}};
@@ -77,6 +64,7 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
   }
   if (!paths.trace_pattern.empty()) j["trace"] = {{"path", paths.trace_pattern}};
   if (!paths.progress_address.empty()) j["progress"] = {{"address", paths.progress_address}};
+  j["rendezvous"] = {{"address", paths.rendezvous_address}, {"token_file", paths.token_file}};
   return j;
 }
 

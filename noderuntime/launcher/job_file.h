@@ -1,5 +1,6 @@
 // The job.json every stage process of a local job reads (noderuntime/stage/job_spec.h), built
-// from the local job and its plan: ranks r = replica x stages + stage on 127.0.0.1, each link
+// from the local job and its plan: ranks r = replica x stages + stage on 127.0.0.1, each binding
+// a port the kernel picks and finding the others through the launcher's rendezvous, each link
 // shaped like the (localized) topology's link between the two ranks' devices.
 #pragma once
 
@@ -14,19 +15,16 @@
 namespace tessel::launcher {
 
 struct JobFilePaths {
-  std::string topology;          // the topology YAML the links are shaped from
-  std::string trace_pattern;     // "{rank}" in it; empty: no traces
-  std::string checkpoint_dir;    // used when the job checkpoints
-  std::string progress_address;  // the launcher's progress server; empty: stdout
+  std::string topology;            // the topology YAML the links are shaped from
+  std::string trace_pattern;       // "{rank}" in it; empty: no traces
+  std::string checkpoint_dir;      // used when the job checkpoints
+  std::string progress_address;    // the launcher's progress server; empty: stdout
+  std::string rendezvous_address;  // the launcher's rendezvous server
+  std::string token_file;          // the job's token for it
 };
 
 nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
-                                     const std::vector<uint16_t>& ports, const JobFilePaths& paths,
-                                     uint64_t job_id);
-
-// Ports the kernel chose for listeners closed again at once, for the stage processes to bind
-// (the kernel does not hand a just-released port to the next bind to port 0).
-std::vector<uint16_t> pick_free_ports(int count);
+                                     const JobFilePaths& paths, uint64_t job_id);
 
 // "stage 1 replica 0"
 std::string tasklet_label(int stage, int replica);

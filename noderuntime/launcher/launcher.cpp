@@ -1,5 +1,6 @@
 #include "noderuntime/launcher/launcher.h"
 
+#include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "noderuntime/stage/device_choice.h"
 #include "placement/atomic_file.h"
 #include "placement/placement.h"
+#include "proto/rendezvous/rendezvous_server.h"
 
 namespace tessel::launcher {
 namespace {
@@ -102,6 +104,14 @@ uint64_t new_job_id() {
   return (uint64_t{device()} << 32 | device()) ^ static_cast<uint64_t>(getpid());
 }
 
+// 32 random hexadecimal digits: the token the job's processes show the rendezvous.
+std::string new_token() {
+  std::random_device device;
+  std::string token;
+  for (int i = 0; i < 4; ++i) token += printf_text("%08x", device());
+  return token;
+}
+
 }  // namespace
 
 std::string default_output_dir(const LocalJob& job) { return "tessel-runs/" + job.name; }
@@ -139,15 +149,23 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   write_file(topology_path, placement::topology_to_yaml(result.plan.topology));
   write_file(dir / "model.yaml", placement::workload_to_yaml(job.workload));
   write_file(dir / "placement.json", placement::placement_to_json(result.plan.placement).dump(2));
-  const std::vector<uint16_t> ports = pick_free_ports(job.world_size());
   const uint64_t job_id = new_job_id();
   ProgressServer progress(job_id);
+  // The stage processes bind ports the kernel picks and find each other here.
+  rendezvous::RendezvousServer rendezvous("127.0.0.1:0", grpc::InsecureServerCredentials());
+  const std::string token = new_token();
+  rendezvous.table().add_job(job_id, job.world_size(), token);
+  const fs::path token_path = dir / "rendezvous.token";
+  write_file(token_path, token + "\n");
+  fs::permissions(token_path, fs::perms::owner_read | fs::perms::owner_write, ec);
   JobFilePaths paths;
   paths.progress_address = progress.address();
+  paths.rendezvous_address = "127.0.0.1:" + std::to_string(rendezvous.port());
+  paths.token_file = fs::absolute(token_path).string();
   paths.topology = topology_path.string();
   paths.checkpoint_dir = (dir / "checkpoints").string();
   if (options.trace) paths.trace_pattern = (dir / "traces" / "trace-{rank}.json").string();
-  const std::string job_text = make_job_json(job, result.plan, ports, paths, job_id).dump(2) + "\n";
+  const std::string job_text = make_job_json(job, result.plan, paths, job_id).dump(2) + "\n";
   const fs::path job_path = dir / "job.json";
   write_file(job_path, job_text);
   try {
@@ -159,8 +177,7 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   std::vector<std::string> labels;
   for (int rank = 0; rank < job.world_size(); ++rank) {
     labels.push_back(tasklet_label(rank % job.stages, rank / job.stages));
-    result.ranks.push_back(
-        {labels.back(), result.plan.device_of_rank[rank], ports[rank], "", "", {}});
+    result.ranks.push_back({labels.back(), result.plan.device_of_rank[rank], 0, "", "", {}});
   }
   const std::string steps_text =
       resuming
@@ -208,6 +225,13 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
       result.ranks[child.rank].exit = child.exit ? child.exit->describe() : "not started";
       if (!devices[child.rank]) devices[child.rank] = device_of_log(child.log_path);
       if (devices[child.rank]) result.ranks[child.rank].backend = devices[child.rank]->device;
+    }
+  }
+  if (const auto joined = rendezvous.table().table(job_id)) {  // the ports the ranks bound
+    for (int rank = 0; rank < job.world_size(); ++rank) {
+      const std::string& address = joined->addresses[rank];
+      result.ranks[rank].port =
+          static_cast<uint16_t>(std::stoi(address.substr(address.rfind(':') + 1)));
     }
   }
   result.status = run.status;

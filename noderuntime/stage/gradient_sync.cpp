@@ -28,7 +28,8 @@ class TcpIslandLevels final : public IslandLevels {
 }  // namespace
 
 IslandLevelsFactory tcp_island_levels() {
-  return [](transport::Communicator& comm, const std::vector<int>& island) {
+  return [](transport::Communicator& comm, const std::vector<int>& island,
+            const transport::NcclIdExchange&) {
     return std::make_unique<TcpIslandLevels>(comm, island);
   };
 }
@@ -166,7 +167,11 @@ GradientSync::GradientSync(transport::Communicator& comm, std::vector<int> data_
     transport::HierarchicalGroup group(data_parallel_group_, parts, comm_.rank());
     const IslandLevelsFactory make =
         islands.make_levels ? islands.make_levels : tcp_island_levels();
-    std::unique_ptr<IslandLevels> levels = make(comm_, group.island_members());
+    const std::vector<int>& island = group.island_members();
+    const transport::NcclIdExchange exchange =
+        islands.id_exchange ? islands.id_exchange(comm_, island)
+                            : transport::communicator_id_exchange(comm_, island);
+    std::unique_ptr<IslandLevels> levels = make(comm_, island, exchange);
     hierarchical_ = std::make_unique<Hierarchical>(std::move(group), std::move(levels));
   } catch (const ConfigError&) {
     throw;

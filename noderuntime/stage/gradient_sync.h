@@ -46,6 +46,7 @@
 #include "noderuntime/stage/step_trace.h"
 #include "noderuntime/transport/communicator.h"
 #include "noderuntime/transport/hierarchical_all_reduce.h"
+#include "noderuntime/transport/nccl_group.h"
 
 namespace tessel::stage {
 
@@ -72,9 +73,16 @@ class IslandLevels {
 
 // Makes this rank's levels; `island` lists the island's global ranks in order (this rank among
 // them, more than one). Called in the GradientSync's constructor, on every rank of the island
-// at about the same time (a backend may exchange set-up data over `comm`).
+// at about the same time. `id_exchange` is how the island's members agree on set-up data such
+// as NCCL's unique id (nccl_group.h): through the job's rendezvous when it has one.
 using IslandLevelsFactory = std::function<std::unique_ptr<IslandLevels>(
-    transport::Communicator& comm, const std::vector<int>& island)>;
+    transport::Communicator& comm, const std::vector<int>& island,
+    const transport::NcclIdExchange& id_exchange)>;
+
+// The exchange for one island: the rendezvous's (rendezvous_id_exchange) or, where the job has
+// none, the job's communicator's (communicator_id_exchange).
+using IdExchangeFor = std::function<transport::NcclIdExchange(transport::Communicator& comm,
+                                                              const std::vector<int>& island)>;
 
 // The TCP stand-ins for both levels over host memory: CommunicatorIslandCollective inside,
 // CommunicatorCrossAllReduce (the ring) across.
@@ -88,6 +96,8 @@ struct DataParallelIslands {
   IslandLevelsFactory make_levels;
   // Tests: the hierarchical all-reduce even when every island has one rank (NCCL on one GPU).
   bool islands_of_one = false;
+  // Null: communicator_id_exchange over the runtime's communicator.
+  IdExchangeFor id_exchange = nullptr;
 };
 
 // The islands of `group`: its members with the same non-empty label form one island (members

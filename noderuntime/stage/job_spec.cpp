@@ -234,7 +234,9 @@ void parse_ranks(const Section& root, const std::string& source, JobSpec& job) {
     slot = rank;
     const std::string host = r.required_string("host");
     if (host.empty()) r.fail(r.field("host"), "must not be empty");
-    const auto port = static_cast<uint16_t>(r.required_integer("port", 1, 65535));
+    // With a rendezvous a rank may bind a port the kernel picks (0).
+    const auto port =
+        static_cast<uint16_t>(r.required_integer("port", job.rendezvous ? 0 : 1, 65535));
     job.addresses.push_back(
         {host, port, "stage " + std::to_string(stage) + " replica " + std::to_string(replica)});
     job.islands.push_back(r.has("island") ? parse_island(r) : std::string());
@@ -339,20 +341,48 @@ void parse_trace(const Section& root, JobSpec& job) {
 }
 
 // "host:port", port in [1, 65535], host not empty (a name, an IPv4 address or [IPv6]).
+bool is_host_port(const std::string& a) {
+  const size_t colon = a.rfind(':');
+  const std::string port = colon == std::string::npos ? "" : a.substr(colon + 1);
+  const bool digits = !port.empty() && port.size() <= 5 &&
+                      port.find_first_not_of("0123456789") == std::string::npos;
+  return colon != 0 && colon != std::string::npos && digits && std::stoi(port) >= 1 &&
+         std::stoi(port) <= 65535;
+}
+
 void parse_progress(const Section& root, JobSpec& job) {
   if (!root.has("progress")) return;
   const Section p = root.section("progress");
   p.allow({"address"});
   job.progress_address = p.required_string("address");
-  const std::string& a = job.progress_address;
-  const size_t colon = a.rfind(':');
-  const std::string port = colon == std::string::npos ? "" : a.substr(colon + 1);
-  const bool digits = !port.empty() && port.size() <= 5 &&
-                      port.find_first_not_of("0123456789") == std::string::npos;
-  if (colon == 0 || colon == std::string::npos || !digits || std::stoi(port) < 1 ||
-      std::stoi(port) > 65535) {
-    p.fail("progress.address", "expected host:port, got '" + a + "'");
+  if (!is_host_port(job.progress_address)) {
+    p.fail("progress.address", "expected host:port, got '" + job.progress_address + "'");
   }
+}
+
+void parse_rendezvous(const Section& root, JobSpec& job) {
+  if (!root.has("rendezvous")) return;
+  const Section r = root.section("rendezvous");
+  r.allow({"address", "token_file", "advertise_env"});
+  RendezvousSpec spec;
+  spec.address = r.required_string("address");
+  if (!is_host_port(spec.address)) {
+    r.fail("rendezvous.address", "expected host:port, got '" + spec.address + "'");
+  }
+  spec.token_file = r.required_string("token_file");
+  if (spec.token_file.empty()) r.fail("rendezvous.token_file", "must not be empty");
+  if (r.has("advertise_env")) {
+    spec.advertise_env = r.required_string("advertise_env");
+    const bool name_ok =
+        !spec.advertise_env.empty() && spec.advertise_env.size() <= 128 &&
+        spec.advertise_env.find_first_not_of(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+    if (!name_ok) {
+      r.fail("rendezvous.advertise_env",
+             "expected an environment variable's name, got '" + spec.advertise_env + "'");
+    }
+  }
+  job.rendezvous = std::move(spec);
 }
 
 }  // namespace
@@ -366,7 +396,7 @@ JobSpec parse_job_spec(const std::string& text, const std::string& source) {
   }
   const Section root(document, "", source);
   root.allow({"format_version", "job_id", "workload", "training", "data", "schedule", "pipeline",
-              "ranks", "links", "timeouts", "checkpoint", "trace", "progress"});
+              "ranks", "links", "timeouts", "checkpoint", "trace", "progress", "rendezvous"});
   const int64_t version = root.integer("format_version", 1, 0, kIntMax);
   if (version != 1) root.fail("format_version", "unsupported version " + std::to_string(version));
   JobSpec job;
@@ -376,6 +406,7 @@ JobSpec parse_job_spec(const std::string& text, const std::string& source) {
   parse_data(root, job);
   parse_schedule(root, job);
   parse_pipeline(root, job);
+  parse_rendezvous(root, job);
   parse_ranks(root, source, job);
   parse_links(root, source, job);
   parse_timeouts(root, job);

@@ -51,6 +51,12 @@
 //                                 or no step folder with a manifest) the run starts at step 0
 //                                 and rank 0 says so on stderr; a damaged checkpoint is an error
 //   "trace": {"path": "trace-{rank}.json"},  optional; {rank} is replaced by the rank
+//   "rendezvous": {"address": "127.0.0.1:7071", "token_file": "/run/tessel/token",
+//                  "advertise_env": "POD_IP"}   optional: the ranks find each other through the
+//                                 Rendezvous service: each binds its host (port 0 in "ranks" binds
+//                                 a port the kernel picks), joins with the address it is reached
+//                                 at (its host, or advertise_env's value) and takes the peer table
+//                                 from the service, not from "ranks"
 //   "progress": {"address": "127.0.0.1:7070"}  optional: where the StageProgress gRPC service
 //                                 (proto/tessel/v1alpha1/progress.proto) listens
 // }
@@ -93,6 +99,16 @@ struct CheckpointSpec {
   int keep = 3;  // step folders kept (checkpoint.h kDefaultCheckpointKeep), >= 1
 };
 
+// Where the ranks find each other when no ports are handed out in advance (the Rendezvous
+// service, proto/tessel/v1alpha1/rendezvous.proto).
+struct RendezvousSpec {
+  std::string address;     // host:port of the service
+  std::string token_file;  // holds the job's token (16 to 4096 bytes; a final newline is dropped)
+  // When set, the environment variable whose value is the host this rank is reached at (a pod's
+  // IP through the downward API); else the rank's "host".
+  std::string advertise_env;
+};
+
 struct JobSpec {
   uint64_t job_id = 1;
   placement::Workload workload;
@@ -111,6 +127,7 @@ struct JobSpec {
   CheckpointSpec checkpoint;
   std::string trace_path;        // may hold "{rank}"
   std::string progress_address;  // host:port of the StageProgress service; empty: stdout
+  std::optional<RendezvousSpec> rendezvous;
 };
 
 // The longest island label (a Kubernetes node name's limit, a DNS subdomain's).

@@ -1,25 +1,104 @@
 #include "noderuntime/stage/stage_process.h"
 
+#include <grpcpp/grpcpp.h>
+
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 
 #include "kernels/cpu/threading.h"
 #include "noderuntime/stage/checkpoint.h"
+#include "noderuntime/stage/rendezvous_session.h"
 #include "noderuntime/stage/stage_runtime.h"
 #include "noderuntime/transport/tcp_communicator.h"
+#include "proto/rendezvous/rendezvous_client.h"
 
 namespace tessel::stage {
 namespace {
 
-std::unique_ptr<transport::TcpCommunicator> connect(const JobSpec& job, int rank) {
+constexpr size_t kMaxTokenBytes = 4096;
+
+// The job's token, from its file (a final newline dropped). Throws ConfigError naming the file.
+std::string read_token(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ConfigError("rendezvous.token_file: " + path + ": cannot read: " + std::strerror(errno));
+  }
+  std::string token(kMaxTokenBytes + 2, '\0');
+  in.read(token.data(), std::streamsize(token.size()));
+  token.resize(static_cast<size_t>(in.gcount()));
+  if (!token.empty() && token.back() == '\n') token.pop_back();
+  if (token.size() < rendezvous::kMinTokenBytes || token.size() > kMaxTokenBytes) {
+    throw ConfigError("rendezvous.token_file: " + path + ": a token has " +
+                      std::to_string(rendezvous::kMinTokenBytes) + " to " +
+                      std::to_string(kMaxTokenBytes) + " bytes, this file " +
+                      std::to_string(token.size()));
+  }
+  return token;
+}
+
+// The peer table from the Rendezvous service: this rank joins with the address it listens at;
+// `session` keeps the client for what the ranks agree on later.
+std::vector<transport::PeerAddress> joined_peers(const JobSpec& job, int rank,
+                                                 const pb::Tasklet& tasklet, uint16_t port,
+                                                 RendezvousSession& session) {
+  const RendezvousSpec& spec = *job.rendezvous;
+  std::string host = job.addresses[rank].host;
+  if (!spec.advertise_env.empty()) {
+    const char* value = std::getenv(spec.advertise_env.c_str());
+    if (value == nullptr || *value == '\0') {
+      throw ConfigError("rendezvous.advertise_env: $" + spec.advertise_env +
+                        " is not set: it should hold the host this rank is reached at");
+    }
+    host = value;
+  }
+  rendezvous::Identity identity;
+  identity.job_id = job.job_id;
+  identity.rank = rank;
+  identity.stage = tasklet.stage();
+  identity.replica = tasklet.replica();
+  identity.incarnation = tasklet.incarnation();
+  identity.world_size = job.layout.world_size();
+  identity.token = read_token(spec.token_file);
+  session.client = std::make_shared<rendezvous::RendezvousClient>(
+      spec.address, grpc::InsecureChannelCredentials(), identity);
+  const rendezvous::JoinedTable table =
+      session.client->join(host + ":" + std::to_string(port), job.connect_timeout);
+  session.generation = table.generation;
+  session.timeout = job.connect_timeout;
+  std::vector<transport::PeerAddress> peers;
+  for (size_t r = 0; r < table.addresses.size(); ++r) {
+    const std::string& address = table.addresses[r];
+    const size_t colon = address.rfind(':');
+    std::string peer_host = address.substr(0, colon);
+    if (peer_host.size() > 2 && peer_host.front() == '[' && peer_host.back() == ']') {
+      peer_host = peer_host.substr(1, peer_host.size() - 2);  // [IPv6]
+    }
+    peers.push_back({peer_host, static_cast<uint16_t>(std::stoi(address.substr(colon + 1))),
+                     job.addresses[r].label});
+  }
+  return peers;
+}
+
+// With a rendezvous, `session` is its session once connected.
+std::unique_ptr<transport::TcpCommunicator> connect(const JobSpec& job, int rank,
+                                                    const pb::Tasklet& tasklet,
+                                                    std::optional<RendezvousSession>& session) {
   const transport::PeerAddress& self = job.addresses[rank];
   const transport::TcpListener listener = transport::TcpListener::bind(self.host, self.port);
   transport::TcpOptions options;
   options.job_id = job.job_id;
   options.rank = rank;
-  options.peers = job.addresses;
+  if (job.rendezvous) {
+    session.emplace();
+    options.peers = joined_peers(job, rank, tasklet, listener.port(), *session);
+  } else {
+    options.peers = job.addresses;
+  }
   options.connect_timeout = job.connect_timeout;
   options.io_timeout = job.io_timeout;
   options.links = job.links;
@@ -158,10 +237,19 @@ int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, 
   try {
     kernels::cpu::set_num_threads(job.threads);
     const TokenCorpus corpus = load_corpus(job.data, job.model.vocab);
-    const std::unique_ptr<transport::TcpCommunicator> comm = connect(job, rank);
+    std::optional<RendezvousSession> session;
+    const std::unique_ptr<transport::TcpCommunicator> comm =
+        connect(job, rank, progress.tasklet(), session);
+    DataParallelIslands islands;
+    islands.island_of_rank = job.islands;
+    islands.make_levels = make_levels;
+    if (session) {  // NCCL's ids go through the rendezvous too
+      islands.id_exchange = [&session](transport::Communicator&, const std::vector<int>& island) {
+        return rendezvous_id_exchange(*session, island);
+      };
+    }
     StageRuntime runtime(job.model, job.layout, job.training, corpus, *comm,
-                         trace ? &*trace : nullptr, make_chunk,
-                         DataParallelIslands{job.islands, make_levels});
+                         trace ? &*trace : nullptr, make_chunk, islands);
     const bool checkpoints = !job.checkpoint.dir.empty();
     std::optional<int64_t> resumed;
     if (checkpoints && job.checkpoint.resume) {

@@ -92,6 +92,14 @@ void RendezvousTable::check_generation(const Job& job, uint64_t job_id, uint64_t
   }
 }
 
+JoinedTable RendezvousTable::table_of(const Job& job) {
+  JoinedTable table;
+  table.generation = job.generation;
+  table.addresses.resize(static_cast<size_t>(job.world_size));
+  for (const auto& [r, member] : job.members) table.addresses[r] = member.address;
+  return table;
+}
+
 std::string RendezvousTable::missing_ranks(const Job& job) {
   std::string out;
   int listed = 0;
@@ -144,13 +152,7 @@ JoinedTable RendezvousTable::join(uint64_t job_id, const std::string& token, int
                                           std::to_string(generation) +
                                           " was replaced (a rank restarted): join again");
     }
-    if (current.complete) {
-      JoinedTable table;
-      table.generation = generation;
-      table.addresses.resize(static_cast<size_t>(current.world_size));
-      for (const auto& [r, member] : current.members) table.addresses[r] = member.address;
-      return table;
-    }
+    if (current.complete) return table_of(current);
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
         Clock::now() >= deadline) {
       const auto again = jobs_.find(job_id);
@@ -218,6 +220,13 @@ std::optional<RendezvousTable::Progress> RendezvousTable::progress(uint64_t job_
   const auto it = jobs_.find(job_id);
   if (it == jobs_.end()) return std::nullopt;
   return Progress{it->second.generation, static_cast<int>(it->second.members.size())};
+}
+
+std::optional<JoinedTable> RendezvousTable::table(uint64_t job_id) {
+  const std::lock_guard lock(mutex_);
+  const auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || !it->second.complete) return std::nullopt;
+  return table_of(it->second);
 }
 
 void RendezvousTable::shut_down() {

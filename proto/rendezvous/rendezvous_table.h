@@ -69,6 +69,8 @@ class RendezvousTable {
     int joined = 0;
   };
   std::optional<Progress> progress(uint64_t job_id);
+  // The job's table once every rank has joined the current generation.
+  std::optional<JoinedTable> table(uint64_t job_id);
 
   // Wakes every waiting call, which fails as if its deadline had passed (a server stopping).
   void shut_down();
@@ -91,6 +93,7 @@ class RendezvousTable {
   Job& checked_job(uint64_t job_id, const std::string& token, int rank);
   void check_generation(const Job& job, uint64_t job_id, uint64_t generation) const;
   static std::string missing_ranks(const Job& job);
+  static JoinedTable table_of(const Job& job);
 
   std::mutex mutex_;
   std::condition_variable changed_;

@@ -72,7 +72,7 @@ class CountingLevels final : public IslandLevels {
  public:
   CountingLevels(transport::Communicator& comm, const std::vector<int>& island, Counts& counts,
                  bool on_device)
-      : tcp_(tcp_island_levels()(comm, island)),
+      : tcp_(tcp_island_levels()(comm, island, {})),
         inner_(tcp_->inner(), counts),
         counts_(counts),
         on_device_(on_device) {
@@ -95,7 +95,8 @@ class CountingLevels final : public IslandLevels {
 };
 
 IslandLevelsFactory counting_levels(Counts& counts, bool on_device = false) {
-  return [&counts, on_device](transport::Communicator& comm, const std::vector<int>& island) {
+  return [&counts, on_device](transport::Communicator& comm, const std::vector<int>& island,
+                              const transport::NcclIdExchange&) {
     return std::make_unique<CountingLevels>(comm, island, counts, on_device);
   };
 }
@@ -362,9 +363,8 @@ TEST(Islands, LevelsThatCannotBeSetUpFailTheRuntimeNamingThem) {
   testing::Comms comms = testing::connect_ranks(testing::tasklet_labels(layout));
   DataParallelIslands islands{
       {"a", "a"},
-      [](transport::Communicator&, const std::vector<int>&) -> std::unique_ptr<IslandLevels> {
-        throw transport::TransportError("no NCCL here");
-      }};
+      [](transport::Communicator&, const std::vector<int>&, const transport::NcclIdExchange&)
+          -> std::unique_ptr<IslandLevels> { throw transport::TransportError("no NCCL here"); }};
   try {
     StageRuntime runtime(config, layout, testing::tiny_options(ScheduleKind::OneFOneB, 2),
                          testing::tiny_corpus(), *comms[0], nullptr, cpu_chunk_factory(), islands);

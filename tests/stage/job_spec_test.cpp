@@ -107,6 +107,23 @@ TEST(JobSpec, TakesFp32AndBf16Precision) {
   }
 }
 
+TEST(JobSpec, RendezvousLetsRanksBindAnyPort) {
+  json job = good_job();
+  job["ranks"][1]["port"] = 0;
+  EXPECT_NE(error_of(job).find("job.json: ranks[1].port: must be in [1, 65535]"), std::string::npos)
+      << error_of(job);  // port 0 needs a rendezvous
+  job["rendezvous"] = {{"address", "127.0.0.1:7071"},
+                       {"token_file", "/run/tessel/token"},
+                       {"advertise_env", "POD_IP"}};
+  const JobSpec spec = parse_job_spec(job.dump(), "job.json");
+  ASSERT_TRUE(spec.rendezvous.has_value());
+  EXPECT_EQ(spec.rendezvous->address, "127.0.0.1:7071");
+  EXPECT_EQ(spec.rendezvous->token_file, "/run/tessel/token");
+  EXPECT_EQ(spec.rendezvous->advertise_env, "POD_IP");
+  EXPECT_EQ(spec.addresses[1].port, 0);
+  EXPECT_FALSE(parse_job_spec(good_job().dump(), "job.json").rendezvous.has_value());
+}
+
 TEST(JobSpec, ShapesLinksFromThePlacementTopology) {
   placement::Topology topology;
   topology.gpu_types = {{"G", 100, 10, 16}};
@@ -165,6 +182,15 @@ TEST(JobSpec, ErrorsNameTheField) {
       {"/links/default/gbps", -1, "job.json: links.default.gbps: must be >= 0"},
       {"/timeouts/io_s", 0, "job.json: timeouts.io_s: must be > 0"},
       {"/checkpoint/interval", -1, "job.json: checkpoint.interval: must be in [0, "},
+      {"/rendezvous", json{{"address", "nowhere"}, {"token_file", "t"}},
+       "job.json: rendezvous.address: expected host:port, got 'nowhere'"},
+      {"/rendezvous", json{{"address", "127.0.0.1:1"}, {"token_file", ""}},
+       "job.json: rendezvous.token_file: must not be empty"},
+      {"/rendezvous",
+       json{{"address", "127.0.0.1:1"}, {"token_file", "t"}, {"advertise_env", "POD IP"}},
+       "job.json: rendezvous.advertise_env: expected an environment variable's name, got 'POD IP'"},
+      {"/rendezvous", json{{"address", "127.0.0.1:1"}, {"token_file", "t"}, {"tls", true}},
+       "job.json: rendezvous.tls: unknown field"},
       {"/workload/model/precision", "fp16",
        "job.json: workload.model.precision: the stage runtime trains in fp32 (CPU) or bf16 (CUDA), "
        "got fp16"},

@@ -2,12 +2,14 @@
 // reference, a job stopped and resumed from its checkpoint continues bit for bit, a killed
 // peer is named by the survivors within the I/O timeout, SIGTERM stops every rank after the
 // same step, and a bad job file is refused.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <memory>
 
+#include "proto/rendezvous/rendezvous_server.h"
 #include "stage_process_support.h"
 #include "stage_test_support.h"
 
@@ -132,6 +134,51 @@ TEST_F(Processes, SigtermStopsEveryRankAfterTheSameStepWithACheckpoint) {
                          ("step-" + std::string(8 - std::to_string(stopped_at[0]).size(), '0') +
                           std::to_string(stopped_at[0])) /
                          "manifest.json"));
+}
+
+// No ports handed out: every rank binds a port the kernel picks and takes the table from the
+// Rendezvous service; the job trains exactly as with fixed ports.
+TEST_F(Processes, RanksFindEachOtherThroughTheRendezvous) {
+  constexpr int kSteps = 2;
+  rendezvous::RendezvousServer server("127.0.0.1:0", grpc::InsecureServerCredentials());
+  const std::string token = "0123456789abcdef0123456789abcdef";
+  auto job = testing::tiny_job(2, 2, 4, 4, "1f1b", kSteps);
+  job["job_id"] = 77;
+  for (auto& rank : job["ranks"]) rank["port"] = 0;
+  const std::string token_path = (dir_ / "token").string();
+  std::ofstream(token_path) << token << "\n";
+  job["rendezvous"] = {{"address", "127.0.0.1:" + std::to_string(server.port())},
+                       {"token_file", token_path}};
+  server.table().add_job(77, 4, token);
+  auto processes = launch(write_job(job), 4);
+  const testing::RunResult reference =
+      testing::run_reference(testing::tiny_config(4), 2,
+                             testing::tiny_options(placement::ScheduleKind::OneFOneB, 4), kSteps);
+  for (auto& p : processes) {
+    ASSERT_EQ(p->finish(60s), 0) << p->stderr_text();
+    ASSERT_EQ(p->losses().size(), size_t{kSteps});
+    EXPECT_NEAR(p->losses()[1], reference.losses[0][1], 1e-5 * reference.losses[0][1]);
+  }
+  const auto table = server.table().table(77);
+  ASSERT_TRUE(table.has_value());
+  for (const std::string& address : table->addresses) {
+    EXPECT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
+    EXPECT_NE(address, "127.0.0.1:0");
+  }
+
+  // A token the service does not know is refused at once, naming the service and the job.
+  std::ofstream(token_path) << "fedcba9876543210fedcba9876543210\n";
+  StageProcess refused(write_job(job, "refused.json"), 0);
+  EXPECT_EQ(refused.finish(30s), 1);
+  EXPECT_NE(refused.stderr_text().find("job 77: unknown job or wrong token"), std::string::npos)
+      << refused.stderr_text();
+  // A token file that is missing is named.
+  fs::remove(token_path);
+  StageProcess missing(write_job(job, "missing.json"), 0);
+  EXPECT_EQ(missing.finish(30s), 1);
+  EXPECT_NE(missing.stderr_text().find("rendezvous.token_file: " + token_path + ": cannot read"),
+            std::string::npos)
+      << missing.stderr_text();
 }
 
 TEST_F(Processes, BadJobFilesAndArgumentsAreRefused) {

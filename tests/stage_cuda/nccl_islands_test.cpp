@@ -76,8 +76,9 @@ TEST(NcclIslands, IslandsOfOneGpuSumOnTheDeviceLikeTheFlatRing) {
   const IslandLevelsFactory nccl = nccl_island_levels(std::chrono::seconds(60));
   hooks.islands.island_of_rank = {"gpu-a", "gpu-b"};
   hooks.islands.islands_of_one = true;
-  hooks.islands.make_levels = [&](transport::Communicator& comm, const std::vector<int>& island) {
-    std::unique_ptr<IslandLevels> levels = nccl(comm, island);
+  hooks.islands.make_levels = [&](transport::Communicator& comm, const std::vector<int>& island,
+                                  const transport::NcclIdExchange& exchange) {
+    std::unique_ptr<IslandLevels> levels = nccl(comm, island, exchange);
     EXPECT_TRUE(levels->on_device());
     return std::make_unique<Counted>(std::move(levels), ready);
   };

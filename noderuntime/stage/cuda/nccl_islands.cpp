@@ -27,13 +27,13 @@ int current_device() {
 
 transport::NcclGroupOptions group_options(transport::Communicator& comm,
                                           const std::vector<int>& island, int device,
+                                          const transport::NcclIdExchange& exchange,
                                           std::chrono::milliseconds timeout) {
   transport::NcclGroupOptions options;
   options.island = island;
   options.rank = comm.rank();
   options.device = device;
-  // The rendezvous's stand-in: the id over the job's TCP communicator.
-  options.exchange = transport::communicator_id_exchange(comm, island);
+  options.exchange = exchange;
   options.timeout = timeout;
   return options;
 }
@@ -41,9 +41,9 @@ transport::NcclGroupOptions group_options(transport::Communicator& comm,
 class NcclIslandLevels final : public IslandLevels {
  public:
   NcclIslandLevels(transport::Communicator& comm, const std::vector<int>& island, int device,
-                   std::chrono::milliseconds timeout)
+                   const transport::NcclIdExchange& exchange, std::chrono::milliseconds timeout)
       : device_(device),
-        nccl_(group_options(comm, island, device, timeout)),
+        nccl_(group_options(comm, island, device, exchange, timeout)),
         cross_(comm, nccl_.stream(), device) {}
 
   bool on_device() const override { return true; }
@@ -71,8 +71,9 @@ class NcclIslandLevels final : public IslandLevels {
 }  // namespace
 
 IslandLevelsFactory nccl_island_levels(std::chrono::milliseconds timeout) {
-  return [timeout](transport::Communicator& comm, const std::vector<int>& island) {
-    return std::make_unique<NcclIslandLevels>(comm, island, current_device(), timeout);
+  return [timeout](transport::Communicator& comm, const std::vector<int>& island,
+                   const transport::NcclIdExchange& exchange) {
+    return std::make_unique<NcclIslandLevels>(comm, island, current_device(), exchange, timeout);
   };
 }
 

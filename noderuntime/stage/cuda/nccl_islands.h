@@ -5,9 +5,9 @@
 // on NCCL's stream after the reduce-scatter). The NCCL communicator is on the process's current
 // CUDA device (the chunks' device); NCCL refuses two ranks of one island on one GPU.
 //
-// NCCL's unique id goes from the island's first rank to the others through the job's TCP
-// communicator (communicator_id_exchange, nccl_group.h): that is the rendezvous's stand-in until
-// the operator's rendezvous hands out the id beside the peers; no side channel.
+// NCCL's unique id goes from the island's first rank to the others through the exchange the
+// GradientSync hands the factory: the job's rendezvous (rendezvous_id_exchange) when it has one,
+// else the job's TCP communicator (communicator_id_exchange, nccl_group.h); no side channel.
 //
 // Built only with CUDA and NCCL (TESSEL_HAVE_NCCL).
 #pragma once
