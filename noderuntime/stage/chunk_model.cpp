@@ -21,6 +21,11 @@ ChunkModel::ChunkModel(const GptConfig& config, const ChunkSpec& spec, int batch
   }
 }
 
+transport::DType ChunkModel::wire_dtype() const {
+  return config_.precision == placement::Precision::BF16 ? transport::DType::kBF16
+                                                         : transport::DType::kF32;
+}
+
 ChunkFactory cpu_chunk_factory() {
   return [](const GptConfig& config, const ChunkSpec& spec, int batch) {
     return std::make_unique<GptChunk>(config, spec, batch);

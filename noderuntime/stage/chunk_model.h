@@ -21,6 +21,7 @@
 #include "kernels/cpu/adamw.h"
 #include "noderuntime/stage/gpt_config.h"
 #include "noderuntime/stage/parameter_layout.h"
+#include "noderuntime/transport/message_header.h"
 
 struct CUstream_st;  // what a cudaStream_t points to (no CUDA header here)
 
@@ -43,6 +44,9 @@ struct ChunkActivations {
                               // in place, into the gradient of `input` (sent upstream)
   std::vector<float> blocks;  // the CPU backend's saved activations
   std::unique_ptr<DeviceActivations> device;  // another backend's
+  // The CPU backend's bf16 exchange (wire_dtype() bf16): what arrives (the activation, the output
+  // gradient) and what leaves (the output, the input gradient), each (B, T, C).
+  std::vector<uint16_t> wire_input, wire_grad, wire_output, wire_input_grad;
 };
 
 // A chunk's parameters and AdamW moments in host memory, each in the chunk's ParameterLayout.
@@ -71,6 +75,8 @@ class ChunkModel {
   const ParameterLayout& layout() const { return layout_; }
   int batch() const { return B_; }
   int64_t activation_floats() const { return int64_t{B_} * T_ * C_; }  // (B, T, C)
+  // The type of what crosses between stages: bf16 for a bf16 job, fp32 otherwise.
+  transport::DType wire_dtype() const;
 
   // Parameters from the seed (parameter_init.h), moments zero.
   virtual void initialize(uint64_t seed) = 0;
@@ -93,6 +99,11 @@ class ChunkModel {
   // but work already queued, so waiting for it cannot deadlock. The CPU's is there at once.
   virtual bool host_ready(ChunkActivations&) { return true; }
   virtual void wait_host(ChunkActivations&) {}
+  // The buffer a micro-batch's activation (gradient false) or output gradient (true) is received
+  // into, and what is sent after its forward (the output) or its backward (the input gradient,
+  // once host_ready): (B, T, C) in wire_dtype().
+  virtual std::span<std::byte> receive_buffer(ChunkActivations& act, bool gradient) = 0;
+  virtual std::span<const std::byte> send_payload(ChunkActivations& act, bool gradient) = 0;
   // Backward of one micro-batch from its output gradient (act.grad, or the head's own), blocks
   // in reverse; on_block_done(i) runs as soon as local block i's parameter gradients are final
   // for this micro-batch (gradients_for_reduce may then be called for its bucket). The

@@ -1,5 +1,6 @@
 #include "noderuntime/stage/gpt_chunk.h"
 
+#include <cstring>
 #include <stdexcept>
 
 #include "kernels/cpu/attention.h"
@@ -95,7 +96,62 @@ ChunkActivations GptChunk::new_activations() const {
   act.input.resize(activation_floats());
   act.grad.resize(activation_floats());
   act.blocks.resize(stash_.total * spec().num_layers);
+  if (wire_dtype() == transport::DType::kBF16) {
+    const auto n = static_cast<size_t>(activation_floats());
+    if (!spec().embedding) {
+      act.wire_input.resize(n);
+      act.wire_input_grad.resize(n);
+    }
+    if (!spec().head) {
+      act.wire_grad.resize(n);
+      act.wire_output.resize(n);
+    }
+  }
   return act;
+}
+
+namespace {
+
+// bf16 bits to fp32 and back (round to nearest even), for the bf16 exchange.
+void widen(float* out, const std::vector<uint16_t>& in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint32_t word = uint32_t{in[i]} << 16;
+    std::memcpy(out + i, &word, sizeof word);
+  }
+}
+
+void narrow(std::vector<uint16_t>& out, const float* in) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, in + i, sizeof bits);
+    if ((bits & 0x7F800000u) == 0x7F800000u && (bits & 0x7FFFFFu) != 0) {
+      out[i] = static_cast<uint16_t>((bits >> 16) | 0x40);  // a NaN stays a NaN
+    } else {
+      out[i] = static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+    }
+  }
+}
+
+template <class T>
+std::span<std::byte> bytes_of(std::vector<T>& v) {
+  return std::as_writable_bytes(std::span(v));
+}
+
+}  // namespace
+
+std::span<std::byte> GptChunk::receive_buffer(ChunkActivations& act, bool gradient) {
+  if (wire_dtype() == transport::DType::kBF16) {
+    return bytes_of(gradient ? act.wire_grad : act.wire_input);
+  }
+  return bytes_of(gradient ? act.grad : act.input);
+}
+
+std::span<const std::byte> GptChunk::send_payload(ChunkActivations& act, bool gradient) {
+  if (wire_dtype() == transport::DType::kBF16) {
+    return bytes_of(gradient ? act.wire_input_grad : act.wire_output);
+  }
+  if (gradient) return bytes_of(act.grad);
+  return std::as_bytes(std::span(output(act), static_cast<size_t>(activation_floats())));
 }
 
 const float* GptChunk::output(const ChunkActivations& act) const {
@@ -114,6 +170,7 @@ double GptChunk::forward(ChunkActivations& act, const int* tokens, const int* ta
     k::encoder_forward(act.input.data(), tokens, p + layout_.offset("wte.weight"),
                        p + layout_.offset("wpe.weight"), B_, T_, C_, V_);
   }
+  if (!spec().embedding && !act.wire_input.empty()) widen(act.input.data(), act.wire_input);
   const int64_t N = activation_floats();
   const float* residual = act.input.data();
   for (int i = 0; i < spec().num_layers; ++i) {
@@ -134,7 +191,10 @@ double GptChunk::forward(ChunkActivations& act, const int* tokens, const int* ta
     k::residual_forward(s + stash_.residual3, s + stash_.residual2, tmp_.data(), N);
     residual = s + stash_.residual3;
   }
-  if (!spec().head) return 0.0;
+  if (!spec().head) {
+    if (!act.wire_output.empty()) narrow(act.wire_output, residual);
+    return 0.0;
+  }
   if (targets == nullptr) throw std::invalid_argument("GptChunk::forward: targets is null");
   return forward_head(act, residual, targets, dloss);
 }
@@ -168,6 +228,7 @@ double GptChunk::forward_head(ChunkActivations& act, const float* x, const int* 
 // each branch's input gradient is accumulated into it).
 void GptChunk::backward(ChunkActivations& act, const int* tokens,
                         const std::function<void(int)>& on_block_done) {
+  if (!spec().head && !act.wire_grad.empty()) widen(act.grad.data(), act.wire_grad);
   const float* p = params_.data();
   float* g = grads_.data();
   float* dres = act.grad.data();
@@ -205,6 +266,8 @@ void GptChunk::backward(ChunkActivations& act, const int* tokens,
     if (tokens == nullptr) throw std::invalid_argument("GptChunk::backward: tokens is null");
     k::encoder_backward(g + layout_.offset("wte.weight"), g + layout_.offset("wpe.weight"), dres,
                         tokens, B_, T_, C_, V_);
+  } else if (!act.wire_input_grad.empty()) {
+    narrow(act.wire_input_grad, dres);
   }
 }
 

@@ -40,6 +40,8 @@ class GptChunk final : public ChunkModel {
   float* output(ChunkActivations& act);
   void backward(ChunkActivations& act, const int* tokens,
                 const std::function<void(int)>& on_block_done) override;
+  std::span<std::byte> receive_buffer(ChunkActivations& act, bool gradient) override;
+  std::span<const std::byte> send_payload(ChunkActivations& act, bool gradient) override;
 
   void zero_gradients() override;
   std::span<float> host_gradients(int bucket) override;

@@ -43,8 +43,8 @@ int64_t GptConfig::embedding_parameters() const {
 }
 
 GptConfig gpt_config_from_workload(const placement::Workload& workload) {
-  GptConfig config{workload.layers, workload.hidden,  workload.heads,
-                   workload.ffn(),  workload.seq_len, workload.vocab};
+  GptConfig config{workload.layers,  workload.hidden, workload.heads,    workload.ffn(),
+                   workload.seq_len, workload.vocab,  workload.precision};
   config.validate();
   return config;
 }

@@ -23,6 +23,10 @@ struct GptConfig {
   int ffn = 0;       // F, the MLP width (4C in GPT-2)
   int seq_len = 0;   // T, also the rows of the position table
   int vocab = 0;     // V
+  // What crosses between stages (and, on the CUDA backend, what the matmuls and activations are
+  // computed in): fp32, or bf16 (half the bytes on the links). The CPU backend computes in fp32
+  // either way.
+  placement::Precision precision = placement::Precision::FP32;
 
   // Throws ConfigError naming the field ("model.heads: ...") when a value is out of range.
   void validate() const;

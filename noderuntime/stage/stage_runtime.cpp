@@ -94,7 +94,7 @@ transport::TensorInfo StageRuntime::message(bool gradient, int micro_batch,
           static_cast<uint64_t>(steps_done_),
           static_cast<uint32_t>(micro_batch),
           static_cast<uint32_t>(to_virtual_stage),
-          transport::DType::kF32,
+          chunks_.front()->model.wire_dtype(),
           {options_.micro_batch, config_.seq_len, config_.channels}};
 }
 
@@ -188,7 +188,7 @@ void StageRuntime::post_receive(const Instruction& in) {
   const RecvKey key{gradient, in.micro_batch, in.chunk};
   if (receives_.count(key)) return;
   ActivationSlot& slot = chunks_[in.chunk]->stash.acquire(in.micro_batch);
-  std::vector<float>& buffer = gradient ? slot.act.grad : slot.act.input;
+  const std::span<std::byte> buffer = chunks_[in.chunk]->model.receive_buffer(slot.act, gradient);
   PendingRecv pending;
   if (trace_) {
     pending.trace_id =
@@ -196,8 +196,8 @@ void StageRuntime::post_receive(const Instruction& in) {
                      std::string("recv ") + (gradient ? "B " : "F ") + micro_batch_name(in));
   }
   const int peer = layout_.rank(in.peer, replica_);
-  pending.request = comm_.irecv(peer, message(gradient, in.micro_batch, virtual_stage(in.chunk)),
-                                std::as_writable_bytes(std::span(buffer)));
+  pending.request =
+      comm_.irecv(peer, message(gradient, in.micro_batch, virtual_stage(in.chunk)), buffer);
   receives_.emplace(key, std::move(pending));
 }
 
@@ -264,16 +264,15 @@ void StageRuntime::issue_send(const Instruction& in) {
   ChunkState& chunk = *chunks_[in.chunk];
   ActivationSlot& slot = chunk.stash.at(in.micro_batch);
   const int to = virtual_stage(in.chunk) + (gradient ? -1 : 1);
-  const float* data = gradient ? slot.act.grad.data() : chunk.model.output(slot.act);
-  const std::span<const float> payload(data, chunk.model.activation_floats());
+  const std::span<const std::byte> payload = chunk.model.send_payload(slot.act, gradient);
   SentMessage sent;
   if (trace_) {
     sent.trace_id =
         trace_->open(gradient ? Stream::BackwardSend : Stream::ForwardSend,
                      std::string("send ") + (gradient ? "B " : "F ") + micro_batch_name(in));
   }
-  sent.request = comm_.isend(layout_.rank(in.peer, replica_), message(gradient, in.micro_batch, to),
-                             std::as_bytes(payload));
+  sent.request =
+      comm_.isend(layout_.rank(in.peer, replica_), message(gradient, in.micro_batch, to), payload);
   if (!options_.overlap) wait(sent.request);
   slot.sends.push_back(sent.request);
   if (trace_) sends_in_flight_.push_back(std::move(sent));

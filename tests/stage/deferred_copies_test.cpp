@@ -48,6 +48,13 @@ class LateCopyChunk final : public ChunkModel {
     return tick(pending_, static_cast<const ChunkActivations*>(&act));
   }
   void wait_host(ChunkActivations& act) override { pending_.erase(&act); }
+  std::span<std::byte> receive_buffer(ChunkActivations& act, bool gradient) override {
+    return inner_.receive_buffer(act, gradient);
+  }
+  std::span<const std::byte> send_payload(ChunkActivations& act, bool gradient) override {
+    if (pending_.count(&act)) throw std::logic_error("send_payload() before host_ready()");
+    return inner_.send_payload(act, gradient);
+  }
   void zero_gradients() override { inner_.zero_gradients(); }
   void start_gradients_to_host(int bucket) override { buckets_[bucket] = polls_; }
   bool gradients_on_host(int bucket) override { return tick(buckets_, bucket); }

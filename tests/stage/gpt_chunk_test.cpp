@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -132,6 +133,52 @@ TEST(GptChunk, TwoChunksComputeWhatTheWholeModelComputes) {
   for (int64_t i = 0; i < size; ++i) {
     ASSERT_NEAR(embedding[i] + head[i], wte[i], 1e-6 + 1e-5 * std::abs(wte[i])) << i;
   }
+}
+
+// A bf16 job's stages exchange bf16: the first chunk's output leaves rounded to bf16 (half the
+// bytes), the second computes from it widened, and the input gradient goes back rounded too.
+TEST(GptChunk, Bf16ExchangeRoundsWhatLeavesAndWidensWhatArrives) {
+  GptConfig config = small_config();
+  config.precision = placement::Precision::BF16;
+  const Batch batch = small_batch(config);
+  const int n = kB * config.seq_len;
+  const std::vector<int> split = {1, 1};
+  GptChunk first(config, chunk_spec(config, split, 0), kB);
+  GptChunk last(config, chunk_spec(config, split, 1), kB);
+  initialize_parameters(first.layout(), 3, first.params().data());
+  initialize_parameters(last.layout(), 3, last.params().data());
+  ASSERT_EQ(first.wire_dtype(), transport::DType::kBF16);
+  ChunkActivations a = first.new_activations(), b = last.new_activations();
+  first.forward(a, batch.inputs.data(), nullptr, 0);
+  const std::span<const std::byte> sent = first.send_payload(a, false);
+  ASSERT_EQ(sent.size(), size_t(first.activation_floats()) * 2);
+  const auto* bits = reinterpret_cast<const uint16_t*>(sent.data());
+  for (int64_t i = 0; i < first.activation_floats(); ++i) {
+    const float x = first.output(a)[i];
+    uint32_t word = uint32_t{bits[i]} << 16;
+    float rounded;
+    std::memcpy(&rounded, &word, sizeof rounded);
+    ASSERT_LE(std::abs(rounded - x), std::abs(x) * (1.0f / 256)) << i;  // bf16: 8 bits
+  }
+  const std::span<std::byte> received = last.receive_buffer(b, false);
+  ASSERT_EQ(received.size(), sent.size());
+  std::copy(sent.begin(), sent.end(), received.begin());
+  last.forward(b, nullptr, batch.targets.data(), 1.0f / n);
+  for (int64_t i = 0; i < first.activation_floats(); ++i) {
+    uint32_t word = uint32_t{bits[i]} << 16;
+    float widened;
+    std::memcpy(&widened, &word, sizeof widened);
+    ASSERT_EQ(b.input[i], widened) << i;  // the second chunk computed from exactly what came
+  }
+  last.backward(b, nullptr, {});
+  const std::span<const std::byte> grad = last.send_payload(b, true);
+  const std::span<std::byte> grad_in = first.receive_buffer(a, true);
+  ASSERT_EQ(grad.size(), grad_in.size());
+  std::copy(grad.begin(), grad.end(), grad_in.begin());
+  first.backward(a, batch.inputs.data(), {});
+  double norm = 0;
+  for (float g : first.grads()) norm += double(g) * g;
+  EXPECT_GT(norm, 0.0);  // the gradient came through
 }
 
 TEST(GptChunk, RejectsBadShapes) {

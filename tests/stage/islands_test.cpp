@@ -123,6 +123,12 @@ class DeviceLikeChunk final : public ChunkModel {
                 const std::function<void(int)>& on_block_done) override {
     cpu_->backward(act, tokens, on_block_done);
   }
+  std::span<std::byte> receive_buffer(ChunkActivations& act, bool gradient) override {
+    return cpu_->receive_buffer(act, gradient);
+  }
+  std::span<const std::byte> send_payload(ChunkActivations& act, bool gradient) override {
+    return cpu_->send_payload(act, gradient);
+  }
   void zero_gradients() override { cpu_->zero_gradients(); }
   void start_gradients_to_host(int bucket) override {
     if (layout().buckets().at(bucket).group != BucketGroup::kEmbedding) ++copies_;

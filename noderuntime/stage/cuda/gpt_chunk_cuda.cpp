@@ -109,11 +109,18 @@ struct CudaActivations final : DeviceActivations {
   int* targets = nullptr;
   std::vector<BlockStash> blocks;
   std::vector<float> host_output;  // (B, T, C), filled by a non-head chunk's forward
-  // The copy to the host after a forward (the output) or a backward (the input gradient): bf16
-  // into pinned memory on the copy stream, widened into `pending_into` once it is done.
-  PinnedBuffer<bf16> host_bf16;
+  // What leaves after a forward (the output) and a backward (the input gradient): bf16 copied
+  // into pinned memory on the copy stream; sent as it is when the wire is bf16, else widened into
+  // host_output / the ChunkActivations' grad once the copy is done.
+  PinnedBuffer<bf16> send_output, send_grad;
   k::Event computed, copied;
-  std::vector<float>* pending_into = nullptr;
+  bool copy_pending = false;
+  const PinnedBuffer<bf16>* widen_from = nullptr;
+  std::vector<float>* widen_into = nullptr;
+  // What arrives when the wire is bf16 (the activation, the output gradient), copied to the
+  // device as it is; each is received into again only once its last upload is done.
+  PinnedBuffer<bf16> receive_input, receive_grad;
+  k::Event input_uploaded, grad_uploaded;
 };
 
 class GptChunkCuda final : public ChunkModel {
@@ -131,6 +138,8 @@ class GptChunkCuda final : public ChunkModel {
                 const std::function<void(int)>& on_block_done) override;
   bool host_ready(ChunkActivations& act) override;
   void wait_host(ChunkActivations& act) override;
+  std::span<std::byte> receive_buffer(ChunkActivations& act, bool gradient) override;
+  std::span<const std::byte> send_payload(ChunkActivations& act, bool gradient) override;
   void zero_gradients() override;
   void start_gradients_to_host(int bucket) override;
   bool gradients_on_host(int bucket) override { return bucket_copied_.at(bucket).done(); }
@@ -163,11 +172,14 @@ class GptChunkCuda final : public ChunkModel {
   void zero_bf16(bf16* x, int64_t n) const {
     TESSEL_CUDA_CHECK(cudaMemsetAsync(x, 0, sizeof(bf16) * size_t(n), stream()));
   }
-  // fp32 host values (B, T, C) into a bf16 device buffer, through the fp32 staging buffer.
-  void upload_activation(bf16* out, const std::vector<float>& host);
-  // Starts the copy of a bf16 device buffer (B, T, C) to the host, after the work queued so far,
-  // for host_ready()/wait_host() to widen into `into`.
-  void start_download(CudaActivations& dev, const bf16* in, std::vector<float>& into);
+  // What arrived for a micro-batch (the activation, or the output gradient) into its bf16
+  // device buffer: as it is from the wire's bf16, or through the fp32 staging buffer.
+  void upload_received(CudaActivations& dev, ChunkActivations& act, bool gradient);
+  // Starts the copy of a bf16 device buffer (B, T, C) to `to` on the host, after the work queued
+  // so far; with an fp32 wire, host_ready()/wait_host() widen it into `widen_into` then.
+  void start_download(CudaActivations& dev, const bf16* in, PinnedBuffer<bf16>& to,
+                      std::vector<float>& widen_into);
+  bool bf16_wire() const { return wire_dtype() == transport::DType::kBF16; }
   double forward_head(CudaActivations& act, const bf16* x, float dloss);
   // The state's three fp32 device buffers into the host mirrors (allocated on first use).
   void ensure_state_mirrors() const;
@@ -305,41 +317,78 @@ ChunkActivations GptChunkCuda::new_activations() const {
       s.ln2_rstd = a.template allocate<float>(BT, "ln_2 rstd");
     }
   });
-  if (!spec().head) dev->host_output.resize(activation_floats());
-  if (!spec().head || !spec().embedding) dev->host_bf16 = PinnedBuffer<bf16>(BTC);
+  if (!spec().head && !bf16_wire()) dev->host_output.resize(activation_floats());
+  if (!spec().head) dev->send_output = PinnedBuffer<bf16>(BTC);
+  if (!spec().embedding) dev->send_grad = PinnedBuffer<bf16>(BTC);
+  if (bf16_wire() && !spec().embedding) dev->receive_input = PinnedBuffer<bf16>(BTC);
+  if (bf16_wire() && !spec().head) dev->receive_grad = PinnedBuffer<bf16>(BTC);
   act.device = std::move(dev);
   return act;
 }
 
-void GptChunkCuda::upload_activation(bf16* out, const std::vector<float>& host) {
+void GptChunkCuda::upload_received(CudaActivations& dev, ChunkActivations& act, bool gradient) {
+  bf16* out = gradient ? dev.grad : dev.input;
+  if (bf16_wire()) {
+    const PinnedBuffer<bf16>& from = gradient ? dev.receive_grad : dev.receive_input;
+    TESSEL_CUDA_CHECK(cudaMemcpyAsync(out, from.get(), sizeof(bf16) * size_t(activation_floats()),
+                                      cudaMemcpyHostToDevice, stream()));
+    (gradient ? dev.grad_uploaded : dev.input_uploaded).record(stream());
+    return;
+  }
+  const std::vector<float>& host = gradient ? act.grad : act.input;
   TESSEL_CUDA_CHECK(cudaMemcpyAsync(staging_, host.data(), sizeof(float) * host.size(),
                                     cudaMemcpyHostToDevice, stream()));
   k::copy_to_bf16(out, staging_, activation_floats(), ctx());
 }
 
-void GptChunkCuda::start_download(CudaActivations& dev, const bf16* in, std::vector<float>& into) {
+std::span<std::byte> GptChunkCuda::receive_buffer(ChunkActivations& act, bool gradient) {
+  auto& dev = static_cast<CudaActivations&>(*act.device);
+  if (!bf16_wire()) {
+    return std::as_writable_bytes(std::span(gradient ? act.grad : act.input));
+  }
+  (gradient ? dev.grad_uploaded : dev.input_uploaded).synchronize();
+  const PinnedBuffer<bf16>& into = gradient ? dev.receive_grad : dev.receive_input;
+  return {reinterpret_cast<std::byte*>(into.get()), sizeof(bf16) * size_t(activation_floats())};
+}
+
+std::span<const std::byte> GptChunkCuda::send_payload(ChunkActivations& act, bool gradient) {
+  auto& dev = static_cast<CudaActivations&>(*act.device);
+  if (dev.copy_pending) throw std::logic_error("send_payload() before host_ready()");
+  if (!bf16_wire()) {
+    return std::as_bytes(std::span(gradient ? act.grad : dev.host_output));
+  }
+  const PinnedBuffer<bf16>& from = gradient ? dev.send_grad : dev.send_output;
+  return {reinterpret_cast<const std::byte*>(from.get()),
+          sizeof(bf16) * size_t(activation_floats())};
+}
+
+void GptChunkCuda::start_download(CudaActivations& dev, const bf16* in, PinnedBuffer<bf16>& to,
+                                  std::vector<float>& widen_into) {
   const k::Stream& copies = device_->copy_stream();
   dev.computed.record(stream());
   copies.wait(dev.computed);
-  TESSEL_CUDA_CHECK(cudaMemcpyAsync(dev.host_bf16.get(), in,
-                                    sizeof(bf16) * size_t(activation_floats()),
+  TESSEL_CUDA_CHECK(cudaMemcpyAsync(to.get(), in, sizeof(bf16) * size_t(activation_floats()),
                                     cudaMemcpyDeviceToHost, copies.get()));
   dev.copied.record(copies.get());
-  dev.pending_into = &into;
+  dev.copy_pending = true;
+  dev.widen_from = bf16_wire() ? nullptr : &to;
+  dev.widen_into = bf16_wire() ? nullptr : &widen_into;
 }
 
 bool GptChunkCuda::host_ready(ChunkActivations& act) {
   auto& dev = static_cast<CudaActivations&>(*act.device);
-  if (dev.pending_into == nullptr) return true;
+  if (!dev.copy_pending) return true;
   if (!dev.copied.done()) return false;
-  widen_bf16(dev.pending_into->data(), dev.host_bf16.get(), activation_floats());
-  dev.pending_into = nullptr;
+  if (dev.widen_into != nullptr) {
+    widen_bf16(dev.widen_into->data(), dev.widen_from->get(), activation_floats());
+  }
+  dev.copy_pending = false;
   return true;
 }
 
 void GptChunkCuda::wait_host(ChunkActivations& act) {
   auto& dev = static_cast<CudaActivations&>(*act.device);
-  if (dev.pending_into == nullptr) return;
+  if (!dev.copy_pending) return;
   dev.copied.synchronize();
   host_ready(act);
 }
@@ -355,7 +404,7 @@ double GptChunkCuda::forward(ChunkActivations& act, const int* tokens, const int
                                       cudaMemcpyHostToDevice, stream()));
     k::encoder_forward(dev.input, dev.tokens, w + wte_, w + wpe_, B_, T_, C_, V_, ctx());
   } else {
-    upload_activation(dev.input, act.input);
+    upload_received(dev, act, false);
   }
   if (spec().head) {
     if (targets == nullptr) throw std::invalid_argument("GptChunkCuda::forward: targets is null");
@@ -393,7 +442,7 @@ double GptChunkCuda::forward(ChunkActivations& act, const int* tokens, const int
     residual = s.residual3;
   }
   if (spec().head) return forward_head(dev, residual, dloss);
-  start_download(dev, residual, dev.host_output);
+  start_download(dev, residual, dev.send_output, dev.host_output);
   return 0.0;
 }
 
@@ -424,7 +473,8 @@ double GptChunkCuda::forward_head(CudaActivations& dev, const bf16* x, float dlo
 const float* GptChunkCuda::output(const ChunkActivations& act) const {
   const auto& dev = static_cast<const CudaActivations&>(*act.device);
   if (spec().head) throw std::logic_error("the head chunk sends no activation");
-  if (dev.pending_into != nullptr) throw std::logic_error("output() before host_ready()");
+  if (dev.copy_pending) throw std::logic_error("output() before host_ready()");
+  if (bf16_wire()) throw std::logic_error("the output leaves in bf16: see send_payload()");
   return dev.host_output.data();
 }
 
@@ -434,7 +484,7 @@ void GptChunkCuda::backward(ChunkActivations& act, const int*,
   const bf16* w = params_bf16_;
   float* g = grads_;
   const int64_t BTC = activation_floats(), BTF = int64_t{B_} * T_ * F_;
-  if (!spec().head) upload_activation(dev.grad, act.grad);
+  if (!spec().head) upload_received(dev, act, true);
   bf16* dres = dev.grad;
   for (int i = spec().num_layers - 1; i >= 0; --i) {
     const Block& b = blocks_[i];
@@ -466,7 +516,7 @@ void GptChunkCuda::backward(ChunkActivations& act, const int*,
   if (spec().embedding) {
     k::encoder_backward(g + wte_, g + wpe_, dres, dev.tokens, B_, T_, C_, V_, ctx());
   } else {
-    start_download(dev, dres, act.grad);
+    start_download(dev, dres, dev.send_grad, act.grad);
   }
 }
 
