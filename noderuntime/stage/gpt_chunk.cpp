@@ -19,14 +19,7 @@ namespace k = kernels::cpu;
 
 GptChunk::GptChunk(const GptConfig& config, const ChunkSpec& spec, int batch)
     : ChunkModel(config, spec, batch) {
-  for (int i = 0; i < spec.num_layers; ++i) {
-    const std::string h = "h." + std::to_string(spec.first_layer + i) + ".";
-    auto at = [&](const char* name) { return layout_.offset(h + name); };
-    blocks_.push_back({at("ln_1.weight"), at("ln_1.bias"), at("attn.qkv.weight"),
-                       at("attn.qkv.bias"), at("attn.proj.weight"), at("attn.proj.bias"),
-                       at("ln_2.weight"), at("ln_2.bias"), at("mlp.fc.weight"), at("mlp.fc.bias"),
-                       at("mlp.proj.weight"), at("mlp.proj.bias")});
-  }
+  for (int i = 0; i < spec.num_layers; ++i) blocks_.push_back(layout_.block_offsets(i));
   const int64_t BT = int64_t{B_} * T_, BTC = BT * C_, BTF = BT * F_;
   int64_t at = 0;
   auto take = [&](int64_t floats) {

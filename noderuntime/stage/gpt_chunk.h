@@ -59,10 +59,6 @@ class GptChunk final : public ChunkModel {
   void state_written() override {}
 
  private:
-  // Where each tensor of one block starts in the parameter (and gradient) buffer.
-  struct BlockOffsets {
-    int64_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
-  };
   // Where each saved activation of one block starts in its part of ChunkActivations::blocks.
   struct StashOffsets {
     int64_t ln1, ln1_mean, ln1_rstd, qkv, atty, att, residual2, ln2, ln2_mean, ln2_rstd, fch,

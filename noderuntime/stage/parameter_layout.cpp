@@ -127,4 +127,12 @@ int ParameterLayout::bucket_index(const std::string& name) const {
                           " has no gradient bucket '" + name + "'");
 }
 
+BlockOffsets ParameterLayout::block_offsets(int local_layer) const {
+  const std::string h = "h." + std::to_string(spec_.first_layer + local_layer) + ".";
+  auto at = [&](const char* name) { return offset(h + name); };
+  return {at("ln_1.weight"),      at("ln_1.bias"),      at("attn.qkv.weight"), at("attn.qkv.bias"),
+          at("attn.proj.weight"), at("attn.proj.bias"), at("ln_2.weight"),     at("ln_2.bias"),
+          at("mlp.fc.weight"),    at("mlp.fc.bias"),    at("mlp.proj.weight"), at("mlp.proj.bias")};
+}
+
 }  // namespace tessel::stage

@@ -81,6 +81,11 @@ struct GradientBucket {
   BucketGroup group = BucketGroup::kDataParallel;
 };
 
+// Where each tensor of one transformer block starts in a chunk's flat buffers.
+struct BlockOffsets {
+  int64_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
+};
+
 class ParameterLayout {
  public:
   ParameterLayout(const GptConfig& config, const ChunkSpec& spec);
@@ -95,6 +100,8 @@ class ParameterLayout {
   int64_t offset(const std::string& name) const { return tensor(name).offset; }
   // Index into buckets() of local block i's bucket, and of the named bucket ("wte", ...).
   int layer_bucket(int local_layer) const { return first_layer_bucket_ + local_layer; }
+  // The offsets of local block i's tensors.
+  BlockOffsets block_offsets(int local_layer) const;
   int bucket_index(const std::string& name) const;  // throws std::out_of_range
 
  private:

@@ -27,12 +27,6 @@ constexpr int kSteps = 3;
 constexpr int kMicroBatches = 4;
 constexpr double kRelative = 1e-5;
 
-bool is_qkv_bias(const std::string& name) {
-  const std::string suffix = "attn.qkv.bias";
-  return name.size() > suffix.size() &&
-         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 struct Case {
   const char* name;
   ScheduleKind kind;
@@ -85,26 +79,8 @@ TEST_P(Equivalence, LossesAndWeightsMatchTheSingleProcessRun) {
   const testing::Weights& expected = ref.weights[0];
   const size_t C = config.channels;
   const double key_bias_bound = kSteps * options.adamw.learning_rate * 1.01;
-  for (int r = 0; r < c.replicas; ++r) {
-    const testing::Weights& got = run.weights[r];
-    for (const auto& [name, values] : expected) {
-      ASSERT_TRUE(got.count(name)) << name << " missing on replica " << r;
-      const std::vector<float>& mine = got.at(name);
-      if (is_qkv_bias(name)) {
-        EXPECT_LE(relative_error(mine, values, 0, C), kRelative) << name << " (query)";
-        EXPECT_LE(relative_error(mine, values, 2 * C, 3 * C), kRelative) << name << " (value)";
-        for (size_t i = C; i < 2 * C; ++i) {
-          EXPECT_LE(std::abs(mine[i]), key_bias_bound) << name << " (key) " << i;
-        }
-      } else {
-        EXPECT_LE(relative_error(mine, values), kRelative) << name << " replica " << r;
-      }
-      EXPECT_EQ(mine, run.weights[0].at(name)) << name << " replica " << r;
-    }
-    if (c.stages > 1) {
-      EXPECT_EQ(got.at("lm_head.weight"), got.at("wte.weight")) << "replica " << r;
-    }
-  }
+  testing::expect_replicas_match(run.weights, expected, C, kRelative, key_bias_bound,
+                                 testing::KeyBiasBound::kFromZero, c.stages > 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(

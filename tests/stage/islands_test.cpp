@@ -31,12 +31,6 @@ constexpr int kSteps = 3;
 constexpr int kMicroBatches = 4;
 constexpr double kRelative = 1e-5;
 
-bool is_qkv_bias(const std::string& name) {
-  const std::string suffix = "attn.qkv.bias";
-  return name.size() > suffix.size() &&
-         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // The TCP stand-ins, counting the inner level's reduce-scatters and all-reduces (over every
 // rank of a run).
 struct Counts {
@@ -214,26 +208,8 @@ void expect_like_flat(const Case& c, const PipelineLayout& layout, const RunResu
   EXPECT_LT(run.losses[0][kSteps - 1], run.losses[0][0]);
   const size_t C = testing::tiny_config().channels;
   const double key_bias_bound = 2 * kSteps * options_of(c).adamw.learning_rate * 1.01;
-  for (int r = 0; r < c.replicas; ++r) {
-    const testing::Weights& got = run.weights[r];
-    for (const auto& [name, values] : flat.weights[0]) {
-      ASSERT_TRUE(got.count(name)) << name << " missing on replica " << r;
-      const std::vector<float>& mine = got.at(name);
-      if (is_qkv_bias(name)) {  // the key biases: rounding noise (equivalence_test.cpp)
-        EXPECT_LE(relative_error(mine, values, 0, C), kRelative) << name << " (query)";
-        EXPECT_LE(relative_error(mine, values, 2 * C, 3 * C), kRelative) << name << " (value)";
-        for (size_t i = C; i < 2 * C; ++i) {
-          EXPECT_LE(std::abs(mine[i] - values[i]), key_bias_bound) << name << " (key) " << i;
-        }
-      } else {
-        EXPECT_LE(relative_error(mine, values), kRelative) << name << " replica " << r;
-      }
-      EXPECT_EQ(mine, run.weights[0].at(name)) << name << " replica " << r;
-    }
-    if (c.stages > 1) {
-      EXPECT_EQ(got.at("lm_head.weight"), got.at("wte.weight")) << r;
-    }
-  }
+  testing::expect_replicas_match(run.weights, flat.weights[0], C, kRelative, key_bias_bound,
+                                 testing::KeyBiasBound::kFromReference, c.stages > 1);
 }
 
 class Islands : public ::testing::TestWithParam<Case> {};

@@ -187,4 +187,47 @@ inline double relative_error(const std::vector<float>& a, const std::vector<floa
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
+inline bool is_qkv_bias(const std::string& name) {
+  const std::string suffix = "attn.qkv.bias";
+  return name.size() > suffix.size() &&
+         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// How far the key biases (the middle third of attn.qkv.bias) may be from the reference's: their
+// exact gradient is zero (a softmax row is unchanged when the same q . b_k is added to every
+// score), so what reaches them is rounding noise, which AdamW turns into steps of up to the
+// learning rate whose sign depends on the order of the sums. kFromZero bounds the values
+// themselves (a reference whose own noise is negligible), kFromReference their distance.
+enum class KeyBiasBound { kFromZero, kFromReference };
+
+// Every replica's every tensor against `reference` within `relative` (||got - ref|| / ||ref||),
+// the key biases within `key_bias_bound` instead; the replicas bit for bit equal to replica 0's;
+// the last stage's lm_head copy equal to wte when the model has several stages.
+inline void expect_replicas_match(const std::vector<Weights>& replicas, const Weights& reference,
+                                  size_t C, double relative, double key_bias_bound,
+                                  KeyBiasBound bound, bool several_stages) {
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    const Weights& got = replicas[r];
+    for (const auto& [name, values] : reference) {
+      ASSERT_TRUE(got.count(name)) << name << " missing on replica " << r;
+      const std::vector<float>& mine = got.at(name);
+      if (is_qkv_bias(name)) {
+        EXPECT_LE(relative_error(mine, values, 0, C), relative) << name << " (query)";
+        EXPECT_LE(relative_error(mine, values, 2 * C, 3 * C), relative) << name << " (value)";
+        for (size_t i = C; i < 2 * C; ++i) {
+          const double moved =
+              bound == KeyBiasBound::kFromZero ? std::abs(mine[i]) : std::abs(mine[i] - values[i]);
+          EXPECT_LE(moved, key_bias_bound) << name << " (key) " << i;
+        }
+      } else {
+        EXPECT_LE(relative_error(mine, values), relative) << name << " replica " << r;
+      }
+      EXPECT_EQ(mine, replicas[0].at(name)) << name << " replica " << r;
+    }
+    if (several_stages) {
+      EXPECT_EQ(got.at("lm_head.weight"), got.at("wte.weight")) << "replica " << r;
+    }
+  }
+}
+
 }  // namespace tessel::stage::testing

@@ -158,9 +158,6 @@ class GptChunkCuda final : public ChunkModel {
   void state_written() override;
 
  private:
-  struct Block {  // offsets of one block's tensors in the flat buffers
-    int64_t ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb;
-  };
   // A run of adjacent tensors that share a property (decay, or counted in the norm).
   struct Span {
     int64_t offset, size;
@@ -185,7 +182,7 @@ class GptChunkCuda final : public ChunkModel {
   void ensure_state_mirrors() const;
 
   std::shared_ptr<CudaDevice> device_;
-  std::vector<Block> blocks_;
+  std::vector<BlockOffsets> blocks_;
   std::vector<Span> decay_spans_, norm_spans_;
   int64_t head_weight_ = 0, lnfw_ = 0, lnfb_ = 0, wte_ = 0, wpe_ = 0;
 
@@ -218,14 +215,7 @@ GptChunkCuda::GptChunkCuda(const GptConfig& config, const ChunkSpec& spec, int b
                       std::to_string(C_) + " over " + std::to_string(NH_) + " heads is " +
                       std::to_string(head_size) + " (use --device cpu, or another head count)");
   }
-  for (int i = 0; i < spec.num_layers; ++i) {
-    const std::string h = "h." + std::to_string(spec.first_layer + i) + ".";
-    auto at = [&](const char* name) { return layout_.offset(h + name); };
-    blocks_.push_back({at("ln_1.weight"), at("ln_1.bias"), at("attn.qkv.weight"),
-                       at("attn.qkv.bias"), at("attn.proj.weight"), at("attn.proj.bias"),
-                       at("ln_2.weight"), at("ln_2.bias"), at("mlp.fc.weight"), at("mlp.fc.bias"),
-                       at("mlp.proj.weight"), at("mlp.proj.bias")});
-  }
+  for (int i = 0; i < spec.num_layers; ++i) blocks_.push_back(layout_.block_offsets(i));
   if (spec.embedding) {
     wte_ = layout_.offset("wte.weight");
     wpe_ = layout_.offset("wpe.weight");
@@ -414,7 +404,7 @@ double GptChunkCuda::forward(ChunkActivations& act, const int* tokens, const int
   const int layers = spec().num_layers;
   const bf16* residual = dev.input;
   for (int i = 0; i < layers; ++i) {
-    const Block& b = blocks_[i];
+    const BlockOffsets& b = blocks_[i];
     BlockStash& s = dev.blocks[i];
     // Block i > 0 got its ln_1 from the previous block's fused residual + layernorm.
     if (i == 0) {
@@ -429,7 +419,7 @@ double GptChunkCuda::forward(ChunkActivations& act, const int* tokens, const int
     k::matmul_gelu_forward(s.fch_gelu, s.fch, s.ln2, w + b.fcw, w + b.fcb, B_, T_, C_, F_, ctx());
     k::matmul_forward(proj_, s.fch_gelu, w + b.fcprojw, w + b.fcprojb, B_, T_, F_, C_, ctx());
     if (i + 1 < layers) {
-      const Block& next = blocks_[i + 1];
+      const BlockOffsets& next = blocks_[i + 1];
       BlockStash& n = dev.blocks[i + 1];
       k::residual_layernorm_forward(s.residual3, n.ln1, n.ln1_mean, n.ln1_rstd, s.residual2, proj_,
                                     w + next.ln1w, w + next.ln1b, B_, T_, C_, ctx());
@@ -487,7 +477,7 @@ void GptChunkCuda::backward(ChunkActivations& act, const int*,
   if (!spec().head) upload_received(dev, act, true);
   bf16* dres = dev.grad;
   for (int i = spec().num_layers - 1; i >= 0; --i) {
-    const Block& b = blocks_[i];
+    const BlockOffsets& b = blocks_[i];
     const BlockStash& s = dev.blocks[i];
     const bf16* residual = i == 0 ? dev.input : dev.blocks[i - 1].residual3;
     // MLP branch: residual3 = residual2 + proj(gelu(fc(ln2(residual2)))).
