@@ -53,10 +53,36 @@ Request completed() {
   return Request(c);
 }
 
-TensorInfo block_info(uint64_t sequence, uint32_t id, uint32_t step, size_t elems) {
-  return TensorInfo{
-      Tag::kAllReduce, sequence, id, step, DType::kF32, {static_cast<int64_t>(elems)}};
-}
+// One pass of blocks around an island's ring, as member `p` of `island` sees it: its
+// neighbours, block j of the buffer (j modulo the island's size), and the key of step t's
+// message of the pass numbered `sequence`.
+struct IslandRing {
+  IslandRing(const std::vector<int>& island, int p, uint64_t sequence, float* data,
+             std::span<const size_t> bounds)
+      : n(static_cast<int>(island.size())),
+        p(p),
+        left(island[(p + n - 1) % n]),
+        right(island[(p + 1) % n]),
+        sequence(sequence),
+        id(island_group_id(island)),
+        data(data),
+        bounds(bounds) {}
+
+  std::span<float> block(int j) const {
+    const int b = ((j % n) + n) % n;
+    return {data + bounds[b], bounds[b + 1] - bounds[b]};
+  }
+  TensorInfo message(int t, size_t elems) const {
+    return TensorInfo{Tag::kAllReduce,          sequence,    id,
+                      static_cast<uint32_t>(t), DType::kF32, {static_cast<int64_t>(elems)}};
+  }
+
+  const int n, p, left, right;
+  const uint64_t sequence;
+  const uint32_t id;
+  float* const data;
+  const std::span<const size_t> bounds;
+};
 
 }  // namespace
 
@@ -112,17 +138,9 @@ std::string CommunicatorIslandCollective::where(const char* operation) const {
 Request CommunicatorIslandCollective::reduce_scatter(float* data, std::span<const size_t> bounds) {
   const std::string at = where("reduce-scatter");
   check_bounds(bounds, size(), at);
-  const int n = size();
-  if (n == 1) return completed();
-  const int p = position_;
-  const int left = island_[(p + n - 1) % n];
-  const int right = island_[(p + 1) % n];
-  const uint64_t sequence = sequence_++;
-  const uint32_t id = island_group_id(island_);
-  const auto block = [&](int j) {
-    const int b = ((j % n) + n) % n;
-    return std::span<float>(data + bounds[b], bounds[b + 1] - bounds[b]);
-  };
+  if (size() == 1) return completed();
+  const IslandRing ring(island_, position_, sequence_++, data, bounds);
+  const int n = ring.n, p = ring.p;
   size_t longest = 0;
   for (int j = 0; j < n; ++j) longest = std::max(longest, bounds[j + 1] - bounds[j]);
   std::vector<float> scratch(longest);
@@ -132,14 +150,11 @@ Request CommunicatorIslandCollective::reduce_scatter(float* data, std::span<cons
   Request recv;
   try {
     for (int t = 0; t + 1 < n; ++t) {
-      const auto out = block(p - t - 1);
-      const auto mine = block(p - t - 2);
+      const auto out = ring.block(p - t - 1);
+      const auto mine = ring.block(p - t - 2);
       const auto in = std::span(scratch).first(mine.size());
-      sends.push_back(comm_.isend(right,
-                                  block_info(sequence, id, static_cast<uint32_t>(t), out.size()),
-                                  std::as_bytes(out)));
-      recv = comm_.irecv(left, block_info(sequence, id, static_cast<uint32_t>(t), in.size()),
-                         std::as_writable_bytes(in));
+      sends.push_back(comm_.isend(ring.right, ring.message(t, out.size()), std::as_bytes(out)));
+      recv = comm_.irecv(ring.left, ring.message(t, in.size()), std::as_writable_bytes(in));
       recv.wait();
       for (size_t i = 0; i < mine.size(); ++i) mine[i] += in[i];
     }
@@ -156,33 +171,22 @@ Request CommunicatorIslandCollective::reduce_scatter(float* data, std::span<cons
 Request CommunicatorIslandCollective::all_gather(float* data, std::span<const size_t> bounds) {
   const std::string at = where("all-gather");
   check_bounds(bounds, size(), at);
-  const int n = size();
-  if (n == 1) return completed();
-  const int p = position_;
-  const int left = island_[(p + n - 1) % n];
-  const int right = island_[(p + 1) % n];
-  const uint64_t sequence = sequence_++;
-  const uint32_t id = island_group_id(island_);
-  const auto block = [&](int j) {
-    const int b = ((j % n) + n) % n;
-    return std::span<float>(data + bounds[b], bounds[b + 1] - bounds[b]);
-  };
+  if (size() == 1) return completed();
+  const IslandRing ring(island_, position_, sequence_++, data, bounds);
+  const int n = ring.n, p = ring.p;
   // Step t sends block p - t (its own first, then what came from the left) and receives block
   // p - t - 1 straight into place: every block is a copy of its owner's, bit for bit.
   std::vector<Request> recvs, sends;
   try {
     for (int t = 0; t + 1 < n; ++t) {
-      const auto in = block(p - t - 1);
-      recvs.push_back(comm_.irecv(left,
-                                  block_info(sequence, id, static_cast<uint32_t>(t), in.size()),
-                                  std::as_writable_bytes(in)));
+      const auto in = ring.block(p - t - 1);
+      recvs.push_back(
+          comm_.irecv(ring.left, ring.message(t, in.size()), std::as_writable_bytes(in)));
     }
     for (int t = 0; t + 1 < n; ++t) {
       if (t > 0) recvs[t - 1].wait();
-      const auto out = block(p - t);
-      sends.push_back(comm_.isend(right,
-                                  block_info(sequence, id, static_cast<uint32_t>(t), out.size()),
-                                  std::as_bytes(out)));
+      const auto out = ring.block(p - t);
+      sends.push_back(comm_.isend(ring.right, ring.message(t, out.size()), std::as_bytes(out)));
     }
     wait_all(recvs);
     wait_all(sends);
