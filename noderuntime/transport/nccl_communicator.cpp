@@ -178,13 +178,24 @@ Request NcclCommunicator::all_reduce(float* data, size_t count) {
   });
 }
 
+namespace {
+
+// Whether every member's block has the same length (NCCL's in-place collectives need that).
+bool equal_blocks(std::span<const size_t> bounds) {
+  for (size_t j = 1; j + 1 < bounds.size(); ++j) {
+    if (bounds[j + 1] - bounds[j] != bounds[1] - bounds[0]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Request NcclCommunicator::reduce_scatter(float* data, std::span<const size_t> bounds) {
   check_bounds(bounds, size(), where() + "reduce-scatter");
   if (bounds.back() == 0) return Request();
   check_device_pointer(data, "reduce-scatter");
   const size_t block = bounds[1] - bounds[0];
-  bool equal = true;
-  for (int j = 0; j < size(); ++j) equal = equal && bounds[j + 1] - bounds[j] == block;
+  const bool equal = equal_blocks(bounds);
   const std::string what = "reduce-scatter of " + std::to_string(bounds.back()) + " elements";
   if (equal) {
     return submit(what, [&] {
@@ -212,8 +223,7 @@ Request NcclCommunicator::all_gather(float* data, std::span<const size_t> bounds
   if (bounds.back() == 0) return Request();
   check_device_pointer(data, "all-gather");
   const size_t block = bounds[1] - bounds[0];
-  bool equal = true;
-  for (int j = 0; j < size(); ++j) equal = equal && bounds[j + 1] - bounds[j] == block;
+  const bool equal = equal_blocks(bounds);
   const std::string what = "all-gather of " + std::to_string(bounds.back()) + " elements";
   if (equal) {
     return submit(what, [&] {
