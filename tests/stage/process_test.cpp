@@ -136,8 +136,9 @@ TEST_F(Processes, SigtermStopsEveryRankAfterTheSameStepWithACheckpoint) {
                          "manifest.json"));
 }
 
-// No ports handed out: every rank binds a port the kernel picks and takes the table from the
-// Rendezvous service; the job trains exactly as with fixed ports.
+// A rendezvous of the test's own: every rank binds a port the kernel picks and takes the table
+// from it, and the job trains as the single-process reference does; a token the service does not
+// know, and a token file that is missing, are named.
 TEST_F(Processes, RanksFindEachOtherThroughTheRendezvous) {
   constexpr int kSteps = 2;
   rendezvous::RendezvousServer server("127.0.0.1:0", grpc::InsecureServerCredentials());

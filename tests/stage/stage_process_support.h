@@ -1,20 +1,26 @@
-// Test helpers for tessel-stage as real processes: a job.json for a tiny model on kernel-chosen
-// ports of 127.0.0.1, and child processes whose JSON progress lines are read through a pipe.
+// Test helpers for tessel-stage as real processes: a job.json for a tiny model whose ranks bind
+// ports the kernel picks on 127.0.0.1 and find each other through a rendezvous this test process
+// serves, and child processes whose JSON progress lines are read through a pipe.
 #pragma once
 
 #include <fcntl.h>
+#include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "noderuntime/transport/socket.h"
+#include "proto/rendezvous/rendezvous_server.h"
 
 #ifndef TESSEL_STAGE_BINARY
 #error "define TESSEL_STAGE_BINARY as the path of the tessel-stage executable"
@@ -22,32 +28,56 @@
 
 namespace tessel::stage::testing {
 
-// Ports the kernel chose for listeners that are closed again at once, for the processes to
-// bind (a port could in principle be taken in between; the kernel does not hand out a port it
-// just released to the next bind(0)).
-inline std::vector<int> free_ports(int n) {
-  std::vector<transport::TcpListener> held;
-  std::vector<int> ports;
-  for (int i = 0; i < n; ++i) {
-    held.push_back(transport::TcpListener::bind("127.0.0.1", 0));
-    ports.push_back(held.back().port());
+// One rendezvous server for the test process's jobs, with a token file per job (removed when the
+// process ends). A job run again (a resume, another device) starts a new generation there.
+class TestRendezvous {
+ public:
+  static TestRendezvous& get() {
+    static TestRendezvous instance;
+    return instance;
   }
-  return ports;
-}
+  ~TestRendezvous() {
+    for (const std::string& path : token_files_) std::filesystem::remove(path);
+  }
+
+  // Serves a new job of `world` ranks; returns its id and the job.json "rendezvous" section.
+  std::pair<uint64_t, nlohmann::json> add_job(int world) {
+    const std::lock_guard lock(mutex_);
+    const uint64_t job_id = 1000 + next_++;
+    const std::string token =
+        "test-token-" + std::to_string(::getpid()) + "-" + std::to_string(job_id) + "-0123456789";
+    const std::string path =
+        (std::filesystem::temp_directory_path() /
+         ("tessel-test-" + std::to_string(::getpid()) + "-" + std::to_string(job_id) + ".token"))
+            .string();
+    std::ofstream(path) << token << "\n";
+    token_files_.push_back(path);
+    server_.table().add_job(job_id, world, token);
+    return {job_id,
+            {{"address", "127.0.0.1:" + std::to_string(server_.port())}, {"token_file", path}}};
+  }
+
+ private:
+  rendezvous::RendezvousServer server_{"127.0.0.1:0", grpc::InsecureServerCredentials()};
+  std::mutex mutex_;
+  uint64_t next_ = 0;
+  std::vector<std::string> token_files_;
+};
 
 // The job of the tiny model: the same model, options and corpus as tiny_config(layers),
 // tiny_options(kind, m) and tiny_corpus(), with ranks r = replica * P + stage.
 inline nlohmann::json tiny_job(int stages, int replicas, int layers, int micro_batches,
                                const std::string& schedule, int steps) {
   nlohmann::json ranks = nlohmann::json::array();
-  const std::vector<int> ports = free_ports(stages * replicas);
   for (int r = 0; r < replicas; ++r) {
     for (int s = 0; s < stages; ++s) {
-      ranks.push_back(
-          {{"stage", s}, {"replica", r}, {"host", "127.0.0.1"}, {"port", ports[r * stages + s]}});
+      ranks.push_back({{"stage", s}, {"replica", r}, {"host", "127.0.0.1"}, {"port", 0}});
     }
   }
-  return {{"workload",
+  auto [job_id, rendezvous] = TestRendezvous::get().add_job(stages * replicas);
+  return {{"job_id", job_id},
+          {"rendezvous", rendezvous},
+          {"workload",
            {{"model",
              {{"layers", layers},
               {"hidden", 32},
