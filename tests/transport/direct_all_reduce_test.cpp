@@ -18,14 +18,7 @@ using namespace std::chrono_literals;
 using testing::Comms;
 using testing::connect_local;
 using testing::on_every_rank;
-
-std::vector<float> random_input(int rank, size_t count) {
-  std::mt19937 rng(500 + rank);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(count);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
+using testing::random_input;
 
 TEST(DirectAllReduce, SumsInGroupOrderWithTheSameBitsOnEveryMember) {
   for (int n = 2; n <= 5; ++n) {

@@ -22,25 +22,11 @@ using namespace std::chrono_literals;
 using testing::Comms;
 using testing::connect_local;
 using testing::Contains;
+using testing::integer_input;
 using testing::on_every_rank;
+using testing::random_input;
 
 using Islands = std::vector<std::vector<int>>;
-
-// Small integers: every partial sum is exact in fp32, whatever the order of the additions.
-std::vector<float> integer_input(int rank, size_t count) {
-  std::vector<float> v(count);
-  for (size_t i = 0; i < count; ++i)
-    v[i] = static_cast<float>(static_cast<int>((i * 7 + rank * 13) % 41) - 20);
-  return v;
-}
-
-std::vector<float> random_input(int rank, size_t count) {
-  std::mt19937 rng(500 + rank);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(count);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() &&

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <thread>
@@ -20,6 +21,24 @@
 namespace tessel::transport::testing {
 
 constexpr uint64_t kJob = 0x7e55e1;
+
+// Rank `rank`'s input of `count` small integers: every partial sum is exact in fp32, so a sum in
+// any order equals the serial sum bit for bit.
+inline std::vector<float> integer_input(int rank, size_t count) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = static_cast<float>(static_cast<int>((i * 7 + rank * 13) % 41) - 20);
+  return v;
+}
+
+// Rank `rank`'s input of `count` standard normal values (a fixed seed per rank).
+inline std::vector<float> random_input(int rank, size_t count) {
+  std::mt19937 rng(1000 + rank);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<float> v(count);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
 
 struct LocalAddresses {
   std::vector<TcpListener> listeners;

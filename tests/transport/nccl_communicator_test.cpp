@@ -23,6 +23,7 @@ namespace {
 using testing::Comms;
 using testing::connect_local;
 using testing::Contains;
+using testing::integer_input;
 using testing::on_every_rank;
 
 NcclGroupOptions one_rank(int rank) {
@@ -46,13 +47,6 @@ std::string construction_error(NcclGroupOptions options) {
 #define SKIP_WITHOUT_GPU()                                         \
   if (const auto reason = kernels::cuda::gpu_unavailable_reason()) \
   GTEST_SKIP() << "no GPU: " << *reason
-
-std::vector<float> integer_input(int rank, size_t count) {
-  std::vector<float> v(count);
-  for (size_t i = 0; i < count; ++i)
-    v[i] = static_cast<float>(static_cast<int>((i * 7 + rank * 13) % 41) - 20);
-  return v;
-}
 
 // A device copy of `host`, freed on scope exit.
 struct DeviceBuffer {

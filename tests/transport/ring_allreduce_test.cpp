@@ -21,27 +21,12 @@ using namespace std::chrono_literals;
 using testing::Comms;
 using testing::connect_local;
 using testing::Contains;
+using testing::integer_input;
 using testing::on_every_rank;
+using testing::random_input;
 
 // Every buffer goes round the ring, however small (direct_all_reduce_test.cpp has the rest).
 void ring_only(TcpOptions& options) { options.ring.direct_max_bytes = 0; }
-
-// Small integers: every partial sum is exact in fp32, so the ring must equal the serial sum
-// bit for bit whatever the order.
-std::vector<float> integer_input(int rank, size_t count) {
-  std::vector<float> v(count);
-  for (size_t i = 0; i < count; ++i)
-    v[i] = static_cast<float>(static_cast<int>((i * 7 + rank * 13) % 41) - 20);
-  return v;
-}
-
-std::vector<float> random_input(int rank, size_t count) {
-  std::mt19937 rng(1000 + rank);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(count);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 std::vector<int> iota_group(int n) {
   std::vector<int> g(n);
