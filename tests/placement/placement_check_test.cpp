@@ -2,6 +2,7 @@
 // runs (`tessel simulate --placement`, `tessel local --placement`, the operator). Every fault
 // is refused naming the file and the field.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -35,8 +36,10 @@ const Planned& planned() {
   return p;
 }
 
+// In a file of this process's own: ctest runs the cases of this file as parallel processes.
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/" + name;
+  const std::string path =
+      ::testing::TempDir() + "/tessel-placement-" + std::to_string(::getpid()) + "-" + name;
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
