@@ -324,12 +324,13 @@ void parse_timeouts(const Section& root, JobSpec& job) {
 void parse_checkpoint(const Section& root, JobSpec& job) {
   if (!root.has("checkpoint")) return;
   const Section c = root.section("checkpoint");
-  c.allow({"dir", "interval", "resume", "keep"});
+  c.allow({"dir", "interval", "resume", "keep", "shared"});
   job.checkpoint.dir = c.required_string("dir");
   if (job.checkpoint.dir.empty()) c.fail("checkpoint.dir", "must not be empty");
   job.checkpoint.interval = static_cast<int>(c.integer("interval", 0, 0, kIntMax));
   job.checkpoint.resume = c.boolean("resume", false);
   job.checkpoint.keep = static_cast<int>(c.integer("keep", job.checkpoint.keep, 1, kIntMax));
+  job.checkpoint.shared = c.boolean("shared", job.checkpoint.shared);
 }
 
 void parse_trace(const Section& root, JobSpec& job) {

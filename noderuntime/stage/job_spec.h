@@ -45,20 +45,33 @@
 //   "timeouts": {"connect_s": 60, "io_s": 300},   io_s must exceed the longest compute a peer
 //                                 can wait through (a silent peer fails after io_s)
 //   "checkpoint": {"dir": "ckpt", "interval": 10 (0: only when stopped), "resume": true,
-//                  "keep": 3},   keep: step folders kept, >= 1 (checkpoint.h: the newest keep,
-//                                 and the step the run resumed from). resume: continue from the
-//                                 step dir/manifest.json names; with no checkpoint yet (no dir,
-//                                 or no step folder with a manifest) the run starts at step 0
-//                                 and rank 0 says so on stderr; a damaged checkpoint is an error
+//                  "keep": 3, "shared": true},   keep: step folders kept, >= 1 (checkpoint.h:
+//                                 the newest keep, and the step the run resumed from). resume:
+//                                 continue from the step dir/manifest.json names; with no
+//                                 checkpoint yet (no dir, or no step folder with a manifest) the
+//                                 run starts at step 0 and rank 0 says so on stderr; a damaged
+//                                 checkpoint is an error. shared (default true): every rank sees
+//                                 the same dir (rank 0 writes the manifests); false: each rank's
+//                                 dir is its own (pods in different clusters), every rank writes
+//                                 the manifests into its own and the ranks agree on the step
+//                                 they resume from (checkpoint.h)
 //   "trace": {"path": "trace-{rank}.json"},  optional; {rank} is replaced by the rank
 //   "rendezvous": {"address": "127.0.0.1:7071", "token_file": "/run/tessel/token",
-//                  "advertise_env": "POD_IP"}   optional: the ranks find each other through the
+//                  "advertise_env": "POD_IP", "ca_file": "/etc/tessel/stage/ca.crt"}
+//                                 optional: the ranks find each other through the
 //                                 Rendezvous service: each binds its host (port 0 in "ranks" binds
 //                                 a port the kernel picks), joins with the address it is reached
 //                                 at (its host, or advertise_env's value) and takes the peer table
-//                                 from the service, not from "ranks"
-//   "progress": {"address": "127.0.0.1:7070"}  optional: where the StageProgress gRPC service
-//                                 (proto/tessel/v1alpha1/progress.proto) listens
+//                                 from the service, not from "ranks". ca_file (optional): a PEM CA
+//                                 that verifies the service over TLS; without it the channel is
+//                                 insecure (the launcher's loopback service)
+//   "progress": {"address": "127.0.0.1:7070", "token_file": "/run/tessel/token",
+//                "ca_file": "/etc/tessel/stage/ca.crt"}
+//                                 optional: where the StageProgress gRPC service
+//                                 (proto/tessel/v1alpha1/progress.proto) listens. token_file
+//                                 (optional): the stream carries "authorization: Bearer <token>";
+//                                 ca_file (optional): TLS verified by that PEM CA, else insecure
+// Every file path (token_file, ca_file) is 1 to kMaxJobFilePath characters.
 // }
 //
 // Progress: over gRPC to progress.address; without one, tessel-stage prints one JSON object
@@ -97,6 +110,8 @@ struct CheckpointSpec {
   int interval = 0;
   bool resume = false;
   int keep = 3;  // step folders kept (checkpoint.h kDefaultCheckpointKeep), >= 1
+  // false: each rank's dir is its own, not one folder every rank sees (checkpoint.h).
+  bool shared = true;
 };
 
 // Where the ranks find each other when no ports are handed out in advance (the Rendezvous
@@ -107,6 +122,7 @@ struct RendezvousSpec {
   // When set, the environment variable whose value is the host this rank is reached at (a pod's
   // IP through the downward API); else the rank's "host".
   std::string advertise_env;
+  std::string ca_file;  // PEM CA that verifies the service over TLS; empty: an insecure channel
 };
 
 struct JobSpec {
@@ -127,8 +143,15 @@ struct JobSpec {
   CheckpointSpec checkpoint;
   std::string trace_path;        // may hold "{rank}"
   std::string progress_address;  // host:port of the StageProgress service; empty: stdout
+  // The StageProgress stream's token (sent as "authorization: Bearer <token>"; read like the
+  // rendezvous token) and the PEM CA that verifies the service over TLS; empty: none, insecure.
+  std::string progress_token_file;
+  std::string progress_ca_file;
   std::optional<RendezvousSpec> rendezvous;
 };
+
+// The longest path a job file may name (token_file, ca_file): Linux's PATH_MAX.
+inline constexpr size_t kMaxJobFilePath = 4096;
 
 // The longest island label (a Kubernetes node name's limit, a DNS subdomain's).
 inline constexpr size_t kMaxIslandLabel = 253;
