@@ -351,27 +351,41 @@ bool is_host_port(const std::string& a) {
          std::stoi(port) <= 65535;
 }
 
+// A file the stage reads (a token, a CA): 1 to kMaxJobFilePath characters, no NUL.
+std::string file_path(const Section& s, const std::string& key) {
+  const std::string path = s.required_string(key);
+  if (path.empty()) s.fail(s.field(key), "must not be empty");
+  if (path.size() > kMaxJobFilePath) {
+    s.fail(s.field(key), "is " + std::to_string(path.size()) + " characters long, at most " +
+                             std::to_string(kMaxJobFilePath));
+  }
+  if (path.find('\0') != std::string::npos) s.fail(s.field(key), "has a NUL character");
+  return path;
+}
+
 void parse_progress(const Section& root, JobSpec& job) {
   if (!root.has("progress")) return;
   const Section p = root.section("progress");
-  p.allow({"address"});
+  p.allow({"address", "token_file", "ca_file"});
   job.progress_address = p.required_string("address");
   if (!is_host_port(job.progress_address)) {
     p.fail("progress.address", "expected host:port, got '" + job.progress_address + "'");
   }
+  if (p.has("token_file")) job.progress_token_file = file_path(p, "token_file");
+  if (p.has("ca_file")) job.progress_ca_file = file_path(p, "ca_file");
 }
 
 void parse_rendezvous(const Section& root, JobSpec& job) {
   if (!root.has("rendezvous")) return;
   const Section r = root.section("rendezvous");
-  r.allow({"address", "token_file", "advertise_env"});
+  r.allow({"address", "token_file", "advertise_env", "ca_file"});
   RendezvousSpec spec;
   spec.address = r.required_string("address");
   if (!is_host_port(spec.address)) {
     r.fail("rendezvous.address", "expected host:port, got '" + spec.address + "'");
   }
-  spec.token_file = r.required_string("token_file");
-  if (spec.token_file.empty()) r.fail("rendezvous.token_file", "must not be empty");
+  spec.token_file = file_path(r, "token_file");
+  if (r.has("ca_file")) spec.ca_file = file_path(r, "ca_file");
   if (r.has("advertise_env")) {
     spec.advertise_env = r.required_string("advertise_env");
     const bool name_ok =

@@ -71,8 +71,8 @@
 //                                 (proto/tessel/v1alpha1/progress.proto) listens. token_file
 //                                 (optional): the stream carries "authorization: Bearer <token>";
 //                                 ca_file (optional): TLS verified by that PEM CA, else insecure
-// Every file path (token_file, ca_file) is 1 to kMaxJobFilePath characters.
 // }
+// Every file path (token_file, ca_file) is 1 to kMaxJobFilePath characters, without NUL.
 //
 // Progress: over gRPC to progress.address; without one, tessel-stage prints one JSON object
 // per line on stdout (stage_process.h lists the events), e.g.
