@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -42,6 +43,11 @@ const kube::ResourceInfo& namespaces() {
   return info;
 }
 
+std::string real_hub_kubeconfig() {
+  const char* path = std::getenv(kTestKubeconfigVariable);
+  return path ? path : "";
+}
+
 }  // namespace
 
 kube::ClientOptions TestCluster::unlimited() {
@@ -51,9 +57,37 @@ kube::ClientOptions TestCluster::unlimited() {
   return options;
 }
 
-TestCluster::TestCluster(ApiTestServerOptions options) {
-  if (const char* path = std::getenv(kTestKubeconfigVariable); path && *path) {
-    kubeconfig_path_ = path;
+TestCluster::TestCluster(ApiTestServerOptions options)
+    : TestCluster(real_hub_kubeconfig(), std::move(options), "") {}
+
+std::vector<std::string> TestCluster::real_member_kubeconfigs() {
+  std::vector<std::string> paths;
+  const char* value = std::getenv(kTestMemberKubeconfigsVariable);
+  if (!value) return paths;
+  std::stringstream list(value);
+  for (std::string path; std::getline(list, path, ',');)
+    if (!path.empty()) paths.push_back(path);
+  return paths;
+}
+
+std::unique_ptr<TestCluster> TestCluster::member(int index, const std::string& namespace_name,
+                                                 ApiTestServerOptions options) {
+  if (namespace_name.empty())
+    throw std::invalid_argument("TestCluster::member: give the hub's namespace name");
+  const std::vector<std::string> real = real_member_kubeconfigs();
+  if (real.empty())
+    return std::unique_ptr<TestCluster>(new TestCluster("", options, namespace_name));
+  if (index < 0 || static_cast<std::size_t>(index) >= real.size())
+    throw std::out_of_range("member cluster " + std::to_string(index) + ": " +
+                            kTestMemberKubeconfigsVariable + " names " +
+                            std::to_string(real.size()) + " (use TESSEL_REQUIRE_MEMBER_CLUSTERS)");
+  return std::unique_ptr<TestCluster>(new TestCluster(real[index], options, namespace_name));
+}
+
+TestCluster::TestCluster(const std::string& real_kubeconfig, ApiTestServerOptions options,
+                         const std::string& namespace_name) {
+  if (!real_kubeconfig.empty()) {
+    kubeconfig_path_ = real_kubeconfig;
     config_ = kube::load_kubeconfig(kubeconfig_path_);
   } else {
     server_ = std::make_unique<ApiTestServer>(std::move(options));
@@ -65,17 +99,25 @@ TestCluster::TestCluster(ApiTestServerOptions options) {
     config_ = kube::load_kubeconfig(kubeconfig_path_);
   }
   admin_ = kube::Client::from_config(config_, unlimited());
-  namespace_ = "tessel-test-" + random_suffix();
-  admin_->create(
-      namespaces(), "",
-      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", namespace_}}}});
+  namespace_ = namespace_name.empty() ? "tessel-test-" + random_suffix() : namespace_name;
+  try {
+    admin_->create(
+        namespaces(), "",
+        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", namespace_}}}});
+  } catch (const kube::ApiError& error) {
+    // A member on the hub's own cluster: the hub made it and deletes it.
+    if (namespace_name.empty() || !error.is_already_exists()) throw;
+    owns_namespace_ = false;
+  }
 }
 
 TestCluster::~TestCluster() {
-  try {
-    admin_->remove(namespaces(), "", namespace_);
-  } catch (const std::exception& error) {
-    ADD_FAILURE() << "deleting test namespace " << namespace_ << ": " << error.what();
+  if (owns_namespace_) {
+    try {
+      admin_->remove(namespaces(), "", namespace_);
+    } catch (const std::exception& error) {
+      ADD_FAILURE() << "deleting test namespace " << namespace_ << ": " << error.what();
+    }
   }
   if (!directory_.empty()) std::filesystem::remove_all(directory_);
 }
