@@ -54,4 +54,15 @@ LayerSplit split_layers(const Workload& w, const std::vector<StageCapacity>& sta
   return split;
 }
 
+std::vector<int> virtual_stage_split(const std::vector<int>& stage_layers, int chunks) {
+  const int p = static_cast<int>(stage_layers.size());
+  std::vector<int> split(static_cast<size_t>(p) * chunks);
+  for (int s = 0; s < p; ++s) {
+    for (int c = 0; c < chunks; ++c) {
+      split[c * p + s] = stage_layers[s] / chunks + (c < stage_layers[s] % chunks ? 1 : 0);
+    }
+  }
+  return split;
+}
+
 }  // namespace tessel::placement

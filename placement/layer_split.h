@@ -31,4 +31,8 @@ double stage_memory_bytes(const Workload& w, int layers, bool first, bool last, 
 // last stage. Infeasible when the minimum does not fit or layers run out of room.
 LayerSplit split_layers(const Workload& w, const std::vector<StageCapacity>& stages);
 
+// The stage runtime's split (one entry per virtual stage c x P + p, chunk c of stage p) of a
+// per-stage split over `chunks` chunks per stage, the earlier chunks taking the remainder.
+std::vector<int> virtual_stage_split(const std::vector<int>& stage_layers, int chunks);
+
 }  // namespace tessel::placement

@@ -6,6 +6,7 @@
 #include "noderuntime/launcher/local_topology.h"
 #include "placement/full_cost.h"
 #include "placement/iteration_model.h"
+#include "placement/layer_split.h"
 
 namespace tessel::launcher {
 namespace {
@@ -38,19 +39,6 @@ placement::Placement search(const LocalJob& job, const placement::Topology& topo
   return placement::build_placement(topology, model, model, result, options);
 }
 
-// Each stage's layers spread over its v chunks, the earlier chunks taking the remainder;
-// virtual stage c P + p is chunk c of stage p.
-std::vector<int> virtual_split(const std::vector<int>& stage_layers, int chunks) {
-  const int p = static_cast<int>(stage_layers.size());
-  std::vector<int> split(static_cast<size_t>(p) * chunks);
-  for (int s = 0; s < p; ++s) {
-    for (int c = 0; c < chunks; ++c) {
-      split[c * p + s] = stage_layers[s] / chunks + (c < stage_layers[s] % chunks ? 1 : 0);
-    }
-  }
-  return split;
-}
-
 }  // namespace
 
 placement::FullCostOptions cost_options(const LocalJob& job) {
@@ -70,7 +58,7 @@ void predict(const LocalJob& job, LocalPlan& plan) {
   plan.timing = model.pipeline_timing(plan.placement.pipelines, &plan.stage_layers);
   plan.spec = model.schedule();
   plan.spec.microbatch_group = job.schedule.microbatch_group;
-  plan.layer_split = virtual_split(plan.stage_layers, job.chunks());
+  plan.layer_split = placement::virtual_stage_split(plan.stage_layers, job.chunks());
   plan.simulation = placement::simulate_iteration(plan.spec, plan.timing);
   plan.closed_form_s = placement::predict_iteration_s(plan.spec, plan.timing);
   // The placement's own figures, recomputed for the network this job really runs on.
