@@ -401,7 +401,8 @@ std::string checkpoint_step_manifest(const std::string& dir, int64_t step) {
 }
 
 void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
-                     transport::Communicator& comm, const CheckpointPruning& pruning) {
+                     transport::Communicator& comm, const CheckpointPruning& pruning,
+                     CheckpointDirs dirs) {
   const int64_t step = runtime.steps_done();
   const std::string where = "checkpoint step " + std::to_string(step) + ": ";
   if (pruning.keep < 1) {
@@ -460,13 +461,13 @@ void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
     throw CheckpointError(where + e.what());
   }
 
-  // Every rank's file size and checksum to rank 0; once it returns, every file is in place.
+  // Every rank's file size and checksum to every rank; once it returns, every file is in place.
   const std::vector<int> world = runtime.layout().world();
   std::vector<float> pieces(world.size() * kPiecesPerRank, 0.0f);
   put_pieces(&pieces[static_cast<size_t>(comm.rank()) * kPiecesPerRank], bytes.size(),
              transport::crc32c(bytes));
   comm.all_reduce(pieces.data(), pieces.size(), transport::DType::kF32, world);
-  if (comm.rank() != 0) return;
+  if (dirs == CheckpointDirs::kShared && comm.rank() != 0) return;
 
   ordered_json manifest = {{"format", kCheckpointFormat},
                            {"step", step},
@@ -512,7 +513,14 @@ void prune_checkpoints(const std::string& dir, int64_t current, const Checkpoint
     const std::string folder = checkpoint_step_dir(dir, step);
     std::error_code error;
     fs::remove_all(folder, error);
-    if (error) {
+    // Another rank pruning the same folder at once makes remove_all fail half-way (an entry
+    // gone under it): what counts is that the folder is gone.
+    const auto still_there = [&folder] {
+      std::error_code exists_error;
+      return fs::exists(folder, exists_error) || exists_error;
+    };
+    if (error && still_there()) fs::remove_all(folder, error);
+    if (error && still_there()) {
       throw CheckpointError(folder + ": cannot remove an old checkpoint: " + error.message());
     }
   }

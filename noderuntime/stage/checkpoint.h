@@ -13,6 +13,13 @@
 // A save that fails or is killed half-way leaves <dir>/manifest.json naming the previous step:
 // a step folder that <dir>/manifest.json does not name is never used.
 //
+// Per-rank dirs (CheckpointDirs::kPerRank, job.json checkpoint.shared: false): each rank's
+// <dir> is its own (stage pods in different clusters share no volume) and holds only that
+// rank's files. The all-reduce carries every file's size and CRC32C to every rank, so every
+// rank writes the same manifest bytes (all ranks' entries) into its own dir and prunes its own
+// old steps. A rank loads only its own file, so the manifest serves each dir as in a shared
+// one; that the ranks resume from the same step is checked by the caller (stage_process.h).
+//
 // The manifest (format "tessel-stage-checkpoint-2"):
 //   {"format": "tessel-stage-checkpoint-2", "step": 10, "data_position": 80, "seed": 1337,
 //    "world_size": 4,
@@ -73,6 +80,9 @@ std::string checkpoint_rank_file(const std::string& dir, int64_t step, int rank)
 std::string checkpoint_manifest(const std::string& dir);
 std::string checkpoint_step_manifest(const std::string& dir, int64_t step);
 
+// Whether the ranks' checkpoint dirs are one folder or each rank's own (the header says how).
+enum class CheckpointDirs { kShared, kPerRank };
+
 struct CheckpointPruning {
   // Step folders kept: the new one and the keep - 1 newest older ones (at least 1).
   int keep = kDefaultCheckpointKeep;
@@ -82,12 +92,14 @@ struct CheckpointPruning {
 };
 
 // Writes this rank's file for the runtime's current step; every rank of the job calls it at
-// the same step. Rank 0 then writes the manifests and prunes old step folders (only after the
-// new <dir>/manifest.json is in place; never a step newer than the new one). Throws
+// the same step with the same `dirs`. Then rank 0 (kShared) or every rank in its own dir
+// (kPerRank) writes the manifests and prunes old step folders (only after the new
+// <dir>/manifest.json is in place; never a step newer than the new one). Throws
 // CheckpointError naming the rank and tensor when a value is not finite (nothing is written),
 // and CheckpointError naming the file and the cause (errno's text) on an I/O failure.
 void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
-                     transport::Communicator& comm, const CheckpointPruning& pruning = {});
+                     transport::Communicator& comm, const CheckpointPruning& pruning = {},
+                     CheckpointDirs dirs = CheckpointDirs::kShared);
 
 // The current step as <dir>/manifest.json names it, after checking it against the step's own
 // manifest.json. nullopt when there is no checkpoint yet: no <dir>, or neither manifest.json
@@ -103,7 +115,9 @@ std::optional<int64_t> latest_checkpoint(const std::string& dir);
 void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime);
 
 // Removes step folders older than `current` beyond the keep - 1 newest of them, except
-// `pruning.protect`. Throws CheckpointError naming a folder that cannot be removed.
+// `pruning.protect`. A folder that another process removes meanwhile (per-rank dirs that are
+// in fact one folder) counts as removed. Throws CheckpointError naming a folder that cannot be
+// removed.
 void prune_checkpoints(const std::string& dir, int64_t current, const CheckpointPruning& pruning);
 
 // The checksum entries of a rank file: sets "crc32c:<tensor>" for every tensor and then

@@ -7,6 +7,10 @@
 // A checkpoint that cannot be resumed from fails every rank before the first step: the rank
 // whose file is at fault (rank 0 for the manifest) with an error naming the file and the tensor
 // or field, the others with an error naming that rank.
+// checkpoint.shared: false (each rank's dir its own): every rank writes the manifests into its
+// own dir and reads its own manifest.json on resume; the ranks exchange the steps they found
+// and resume only when all have the same one (or none has any). Ranks of different steps (a
+// pod's volume lost) fail every rank with one error naming the ranks and their steps.
 //
 // Progress through `progress` (progress_reporter.h; the events of progress.proto, named here
 // as in the JSON lines):
