@@ -61,6 +61,22 @@ bool Reflector::wait_for_sync(std::stop_token stop) const {
   return synced_.load();
 }
 
+std::optional<Reflector::Failure> Reflector::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+void Reflector::record_failure(std::exception_ptr error) {
+  std::lock_guard lock(mutex_);
+  if (failure_) {
+    failure_->error = std::move(error);
+  } else {
+    failure_ = Failure{std::move(error), clock_.now()};
+  }
+}
+
+void Reflector::record_success() { failure_.reset(); }
+
 void Reflector::mark_synced() {
   {
     std::lock_guard lock(mutex_);
@@ -111,6 +127,7 @@ Reflector::Next Reflector::list_once() {
     {
       std::lock_guard lock(mutex_);
       position_.reset(result.resource_version);
+      record_success();
     }
     ++lists_;
     backoff_ = BackoffSequence(options_.backoff, options_.seed + ++backoff_resets_);
@@ -120,6 +137,7 @@ Reflector::Next Reflector::list_once() {
                               {"resourceVersion", result.resource_version}});
     return Next::kWatch;
   } catch (const std::exception& error) {
+    record_failure(std::current_exception());
     logger_->warning(
         "list failed",
         {{"resource", info_.gvr.resource}, {"namespace", namespace_}, {"error", error.what()}});
@@ -144,6 +162,7 @@ Reflector::Next Reflector::watch_once(std::stop_token stop) {
     }
     std::lock_guard lock(mutex_);
     error_event = position_.observe(event);
+    if (!error_event) record_success();
     return !error_event.has_value();  // after an ERROR the server ends the stream anyway
   };
 
@@ -159,6 +178,7 @@ Reflector::Next Reflector::watch_once(std::stop_token stop) {
                                                        {"reason", error_event->what()}});
         return Next::kList;
       }
+      record_failure(std::make_exception_ptr(*error_event));
       logger_->warning("watch error event", {{"resource", info_.gvr.resource},
                                              {"namespace", namespace_},
                                              {"error", error_event->what()}});
@@ -189,6 +209,7 @@ Reflector::Next Reflector::watch_once(std::stop_token stop) {
                     {{"resource", info_.gvr.resource}, {"error", error.what()}});
       return Next::kList;
     }
+    record_failure(std::current_exception());
     logger_->warning("watch refused", {{"resource", info_.gvr.resource}, {"error", error.what()}});
     if (error.retry_after_seconds()) {
       back_off(stop, std::chrono::seconds(*error.retry_after_seconds()));
@@ -197,6 +218,7 @@ Reflector::Next Reflector::watch_once(std::stop_token stop) {
     return Next::kBackoffThenWatch;
   } catch (const std::exception& error) {
     // A refused or broken connection: resume from the last version seen once it is back.
+    record_failure(std::current_exception());
     logger_->warning("watch failed", {{"resource", info_.gvr.resource}, {"error", error.what()}});
     return Next::kBackoffThenWatch;
   }

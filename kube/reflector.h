@@ -19,8 +19,10 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <stop_token>
 #include <string>
@@ -77,6 +79,15 @@ class Reflector {
   // Where the next watch resumes: the last resourceVersion listed or seen.
   std::string last_resource_version() const;
 
+  // The failures since the last success (a stored list, or a watch event): the last error
+  // (ApiError, TransportError, ...) and when the first of them happened. nullopt while healthy.
+  // Lets a caller tell "refused: 401 Unauthorized" from "still connecting".
+  struct Failure {
+    std::exception_ptr error;
+    Clock::time_point since;
+  };
+  std::optional<Failure> failure() const;
+
   // Counters, for tests and metrics.
   int lists() const { return lists_.load(); }      // successful lists
   int watches() const { return watches_.load(); }  // watch requests made
@@ -90,6 +101,8 @@ class Reflector {
   // Waits the next backoff delay (at least `at_least`); false when stopped.
   bool back_off(std::stop_token stop, Clock::duration at_least = Clock::duration::zero());
   void mark_synced();
+  void record_failure(std::exception_ptr error);
+  void record_success();  // with mutex_ held
 
   Client& client_;
   const ResourceInfo info_;
@@ -105,7 +118,8 @@ class Reflector {
 
   mutable std::mutex mutex_;
   mutable std::condition_variable_any synced_changed_;
-  WatchPosition position_;  // guarded by mutex_
+  WatchPosition position_;          // guarded by mutex_
+  std::optional<Failure> failure_;  // guarded by mutex_
   std::atomic<bool> synced_{false};
   std::atomic<int> lists_{0};
   std::atomic<int> watches_{0};
