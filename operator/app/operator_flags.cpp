@@ -1,0 +1,118 @@
+#include "operator/app/operator_flags.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+#include <stdexcept>
+
+namespace tessel::app {
+
+std::pair<std::string, int> split_address(const std::string& address, const std::string& flag) {
+  const auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    throw std::invalid_argument(flag + ": '" + address + "' is not HOST:PORT");
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  int port = 0;
+  for (char c : address.substr(colon + 1)) {
+    if (c < '0' || c > '9' || port > 65535) {
+      throw std::invalid_argument(flag + ": '" + address + "' has no port number after ':'");
+    }
+    port = port * 10 + (c - '0');
+  }
+  if (port > 65535) {
+    throw std::invalid_argument(flag + ": port " + std::to_string(port) + " is over 65535");
+  }
+  return {host, port};
+}
+
+bool parse_operator_flags(int argc, char** argv, OperatorFlags& f) {
+  CLI::App app{
+      "tessel-operator: runs TrainingJobs (tessel.dev/v1alpha1) of the hub cluster on the GPUs of "
+      "its member clusters. It watches TrainingJobs and MemberClusters in the hub and the Nodes "
+      "and tessel pods of every member, places each job's pipeline stages x data-parallel "
+      "replicas with the evolutionary search over the prober's measured links, creates the "
+      "stage pods all-or-nothing, serves their rendezvous and progress (gRPC over TLS), and "
+      "keeps each job's status. It also serves the admission webhooks (/validate, /mutate), "
+      "/metrics, /healthz and /readyz over HTTPS. See docs/operator.md.",
+      "tessel-operator"};
+  app.option_defaults()->always_capture_default();
+  app.add_option("--kubeconfig", f.kubeconfig,
+                 "Kubeconfig of the hub cluster; empty: $KUBECONFIG, ~/.kube/config, else the "
+                 "pod's service account (in-cluster)");
+  app.add_option("--namespace", f.namespace_name,
+                 "The operator's namespace in the hub: the MemberClusters' kubeconfig Secrets and "
+                 "the leader-election Lease live there");
+  app.add_option("--hub-id", f.hub_id,
+                 "Names this hub on everything it creates in member clusters (label "
+                 "tessel.dev/hub): two hubs sharing a member never touch each other's pods");
+  app.add_option("--leader-elect", f.leader_elect,
+                 "Run the controllers only while holding the Lease (true for more than one "
+                 "replica)");
+  app.add_option("--lease-name", f.lease_name, "The leader-election Lease's name");
+  app.add_option("--lease-duration", f.lease_duration_s,
+                 "Seconds a non-leader waits after the Lease last changed before taking it")
+      ->check(CLI::Range(2, 3600));
+  app.add_option("--renew-deadline", f.renew_deadline_s,
+                 "Seconds the leader keeps trying to renew before it gives up and exits")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--retry-period", f.retry_period_s, "Seconds between Lease renewals and attempts")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("--identity", f.identity,
+                 "This replica's identity in the Lease; empty: the hostname and a random suffix");
+  app.add_option("--https-address", f.https_address,
+                 "HOST:PORT of the HTTPS server: /validate, /mutate, /metrics, /healthz, /readyz");
+  app.add_option("--tls-cert-file", f.tls_cert_file,
+                 "PEM certificate (chain) of the HTTPS server and the stage service; its SANs must "
+                 "name the webhook Service and --stage-service-advertise's host")
+      ->required();
+  app.add_option("--tls-key-file", f.tls_key_file, "PEM private key of --tls-cert-file")
+      ->required();
+  app.add_option(
+         "--tls-ca-file", f.tls_ca_file,
+         "PEM CA that signed --tls-cert-file; put in each job's member Secret so stage pods "
+         "verify the stage service")
+      ->required();
+  app.add_option("--stage-service-address", f.stage_service_address,
+                 "HOST:PORT the stage service (rendezvous and progress, gRPC over TLS) listens on");
+  app.add_option("--stage-service-advertise", f.stage_service_advertise,
+                 "HOST:PORT stage pods in every member cluster dial to reach the stage service "
+                 "(e.g. a LoadBalancer's address)")
+      ->required();
+  app.add_option("--stage-image", f.stage_image,
+                 "Image of the stage pods when a job's spec.template sets none");
+  app.add_option("--data-root", f.data_root,
+                 "Where a relative spec.data.text.path resolves inside the stage pods (the stage "
+                 "image ships examples/ under /usr/share/tessel)");
+  app.add_option("--workers", f.workers, "TrainingJobs reconciled at once")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--status-interval", f.status_interval_s,
+                 "Least seconds between two progress writes to one job's status")
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--member-resync", f.member_resync_s,
+                 "Seconds between two refreshes of a MemberCluster's status (node and GPU counts)")
+      ->check(CLI::Range(1.0, 86400.0));
+  app.add_option("--log-level", f.log_level, "debug, info, warning or error")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    std::cout << app.help();
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw std::invalid_argument(e.what());
+  }
+  split_address(f.https_address, "--https-address");
+  split_address(f.stage_service_address, "--stage-service-address");
+  split_address(f.stage_service_advertise, "--stage-service-advertise");
+  if (f.renew_deadline_s >= f.lease_duration_s) {
+    throw std::invalid_argument("--renew-deadline (" + std::to_string(f.renew_deadline_s) +
+                                " s) must be shorter than --lease-duration (" +
+                                std::to_string(f.lease_duration_s) + " s)");
+  }
+  return true;
+}
+
+}  // namespace tessel::app
