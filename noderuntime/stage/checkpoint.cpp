@@ -513,14 +513,9 @@ void prune_checkpoints(const std::string& dir, int64_t current, const Checkpoint
     const std::string folder = checkpoint_step_dir(dir, step);
     std::error_code error;
     fs::remove_all(folder, error);
-    // Another rank pruning the same folder at once makes remove_all fail half-way (an entry
-    // gone under it): what counts is that the folder is gone.
-    const auto still_there = [&folder] {
-      std::error_code exists_error;
-      return fs::exists(folder, exists_error) || exists_error;
-    };
-    if (error && still_there()) fs::remove_all(folder, error);
-    if (error && still_there()) {
+    // Another rank pruning the same folder at once (per-rank dirs that are in fact one folder)
+    // makes entries vanish under remove_all: that one removes them, which is no failure.
+    if (error && error != std::errc::no_such_file_or_directory) {
       throw CheckpointError(folder + ": cannot remove an old checkpoint: " + error.message());
     }
   }

@@ -115,9 +115,9 @@ std::optional<int64_t> latest_checkpoint(const std::string& dir);
 void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime);
 
 // Removes step folders older than `current` beyond the keep - 1 newest of them, except
-// `pruning.protect`. A folder that another process removes meanwhile (per-rank dirs that are
-// in fact one folder) counts as removed. Throws CheckpointError naming a folder that cannot be
-// removed.
+// `pruning.protect`. Entries that another process removes meanwhile (per-rank dirs that are
+// in fact one folder, pruned by every rank) are no failure. Throws CheckpointError naming a folder
+// that cannot be removed.
 void prune_checkpoints(const std::string& dir, int64_t current, const CheckpointPruning& pruning);
 
 // The checksum entries of a rank file: sets "crc32c:<tensor>" for every tensor and then

@@ -24,8 +24,10 @@
 // The caller flushes `progress` before the process exits.
 //
 // Stopping: a signal (SIGTERM, SIGINT) sets stop_signal; the rank votes to stop in the step
-// under way, every rank learns the vote with that step's loss, and all of them stop after the
-// same step, checkpoint (when a checkpoint dir is set) and exit.
+// under way (read just before the step's final all-reduce, so a signal during a step stops the
+// job after that step), every rank learns the vote with that step's loss, and all of them stop
+// after the same step, checkpoint (when a checkpoint dir is set) and exit. A stop takes the
+// rest of one step plus one checkpoint save.
 // Exit status: 0 done (or stopped by another rank's signal), 1 error, 128 + the signal when
 // this rank was signalled. A peer that dies or falls silent fails the step within the I/O
 // timeout with an error naming the peer's stage and replica.

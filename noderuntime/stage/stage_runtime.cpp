@@ -106,6 +106,10 @@ void StageRuntime::wait(transport::Request& request) {
 }
 
 StepReport StageRuntime::train_step(bool stop_requested) {
+  return train_step([stop_requested] { return stop_requested; });
+}
+
+StepReport StageRuntime::train_step(const std::function<bool()>& stop_requested) {
   step_failed_ = true;
   const double step_start = StepTrace::now_s();
   compute_s_ = 0;
@@ -120,7 +124,7 @@ StepReport StageRuntime::train_step(bool stop_requested) {
   queued_sends_.clear();
   posted_until_ = 0;
   loss_sum_ = 0;
-  stop_vote_ = stop_requested;
+  stop_requested_ = stop_requested;
   report_ = StepReport{};
   for (size_t i = 0; i < schedule_.size(); ++i) {
     run_instruction(i);
@@ -338,7 +342,7 @@ void StageRuntime::optimizer_step() {
   compute_s_ += since(start);
   // Replica 0 alone contributes the norm: every replica holds the same reduced gradients.
   float totals[3] = {replica_ == 0 ? static_cast<float>(sum_of_squares) : 0.0f,
-                     static_cast<float>(loss_sum_), stop_vote_ ? 1.0f : 0.0f};
+                     static_cast<float>(loss_sum_), stop_requested_() ? 1.0f : 0.0f};
   {
     start = StepTrace::now_s();
     comm_.all_reduce(totals, 3, transport::DType::kF32, layout_.world());

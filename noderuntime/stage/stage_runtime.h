@@ -100,6 +100,10 @@ class StageRuntime {
   // transport's error (naming the peer) when a peer fails, or std::runtime_error when the
   // loss or gradient is not finite.
   StepReport train_step(bool stop_requested = false);
+  // The same, asking stop_requested for the vote as late as it can: just before the step's
+  // final all-reduce, so a stop signal that arrives during the step stops every rank after
+  // this step rather than the next one.
+  StepReport train_step(const std::function<bool()>& stop_requested);
 
   int rank() const { return comm_.rank(); }
   int stage() const { return stage_; }
@@ -176,9 +180,9 @@ class StageRuntime {
   std::vector<SentMessage> sends_in_flight_;  // for the trace only
   // With overlap: sends whose data is still on its way from the device (ChunkModel::host_ready).
   std::deque<placement::Instruction> queued_sends_;
-  size_t posted_until_ = 0;  // receives posted from the list up to here
-  double loss_sum_ = 0;      // of this rank's head chunk
-  bool stop_vote_ = false;
+  size_t posted_until_ = 0;               // receives posted from the list up to here
+  double loss_sum_ = 0;                   // of this rank's head chunk
+  std::function<bool()> stop_requested_;  // this rank's vote, asked at the optimizer step
   StepReport report_;
   double compute_s_ = 0;
   double wait_s_ = 0;
