@@ -1,0 +1,60 @@
+// The placement of one TrainingJob on the free GPUs of its member clusters, as the reconciler
+// needs it: which GPUs, which tasklet (stage, replica) on which of them, the layer split, and
+// the status.placement the job shows. Pure: the caller gathered the candidate nodes.
+//
+// The cost model partitions exactly stages x replicas devices, so the GPUs are chosen first:
+// the fewest member clusters (those with the most free GPUs first), and within them the fewest
+// nodes (the fullest first). The search (the job's strategy and cost model, its evaluation
+// budget and seed) then decides which tasklet goes where on them.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "api/trainingjob.h"
+#include "operator/controller/candidate_nodes.h"
+#include "operator/controller/cluster_topology.h"
+#include "operator/controller/pod_builder.h"
+#include "placement/placement.h"
+
+namespace tessel::controller {
+
+// Fewer free GPUs than the job needs; what() says how many it needs and how many are free.
+class NotEnoughGpus : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The nodes whose GPUs the job gets, each with free_gpus cut to what it gives (exactly
+// `needed` in all), in cluster then node name order. Throws NotEnoughGpus.
+std::vector<GpuNode> choose_gpus(const std::vector<GpuNode>& nodes, int needed);
+
+struct JobPlacement {
+  ClusterTopology topology;  // of the chosen GPUs
+  placement::Placement placement;
+  std::vector<int> layer_split;        // per virtual stage (chunk c of stage p at c x P + p)
+  std::vector<TaskletPlace> tasklets;  // index = rank = replica x stages + stage
+  double search_seconds = 0;
+};
+
+// Chooses the GPUs and searches. Throws NotEnoughGpus, placement::TopologyError (a topology
+// limit), or std::invalid_argument (a search option out of range). `cancel` stops the search
+// early (the operator losing leadership).
+JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& candidates,
+                       const std::atomic<bool>* cancel = nullptr);
+
+// status.placement of the TrainingJob (crds/tessel.dev_trainingjobs.yaml): the generation it
+// was made for, the clusters, the predicted iteration, the cost breakdown, and per stage its
+// layers and where each replica runs.
+nlohmann::json placement_status(const JobPlacement& placed, const api::TrainingJob& job);
+
+// The tasklets of a status.placement written by placement_status (what an operator that
+// restarted reads back); empty when the status has none or it does not fit the job's shape.
+std::vector<TaskletPlace> tasklets_from_status(const nlohmann::json& status_placement,
+                                               const api::TrainingJob& job);
+
+}  // namespace tessel::controller

@@ -1,0 +1,39 @@
+#include "operator/controller/job_progress.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tessel::controller {
+
+std::string format_eta(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "";
+  auto s = static_cast<int64_t>(std::llround(seconds));
+  const int64_t hours = s / 3600, minutes = s % 3600 / 60;
+  s %= 60;
+  if (hours > 0) {
+    return std::to_string(hours) + "h" + std::to_string(minutes) + "m" + std::to_string(s) + "s";
+  }
+  if (minutes > 0) return std::to_string(minutes) + "m" + std::to_string(s) + "s";
+  return std::to_string(s) + "s";
+}
+
+nlohmann::json progress_status(const StageProgressView& progress, int64_t total_steps,
+                               double tokens_per_step, const std::string& now) {
+  nlohmann::json out = nlohmann::json::object();
+  const int64_t step = std::max<int64_t>(progress.step, 0);
+  out["step"] = step;
+  out["totalSteps"] = total_steps;
+  if (std::isfinite(progress.loss)) out["loss"] = progress.loss;
+  const double rate =
+      std::isfinite(progress.tokens_per_s) ? std::max(0.0, progress.tokens_per_s) : 0.0;
+  out["tokensPerSecond"] = static_cast<int64_t>(std::llround(rate));
+  if (rate > 0 && tokens_per_step > 0 && step < total_steps) {
+    const std::string eta = format_eta(double(total_steps - step) * tokens_per_step / rate);
+    if (!eta.empty()) out["eta"] = eta;
+  }
+  if (progress.last_checkpoint_step >= 0) out["lastCheckpointStep"] = progress.last_checkpoint_step;
+  out["updatedAt"] = now;
+  return out;
+}
+
+}  // namespace tessel::controller

@@ -1,0 +1,50 @@
+// A job's training progress as the stage service gathered it from the stage processes'
+// StageProgress streams, and the status.progress the TrainingJob shows. The controller library
+// sees the stage service only through StageChannel, so it does not depend on gRPC.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tessel::controller {
+
+struct StageProgressView {
+  int world_size = 0;
+  int started = 0, done = 0, stopped = 0;  // ranks that reported each
+  int64_t step = -1;                       // the last step the job completed; -1: none yet
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  double tokens_per_s = 0;
+  int64_t total_steps = 0;
+  int64_t last_checkpoint_step = -1;
+  std::vector<std::string> failures;  // "rank 3 (stage 1 replica 1): <message>"
+  std::chrono::system_clock::time_point updated{};
+};
+
+// Where the stage pods of a job rendezvous and report (operator/server/stage_service.h).
+class StageChannel {
+ public:
+  virtual ~StageChannel() = default;
+  // Serves the job (its `world_size` ranks carry `token`); again with the same job_id keeps
+  // what was gathered.
+  virtual void register_job(const std::string& key, uint64_t job_id, int world_size,
+                            const std::string& token) = 0;
+  virtual void unregister_job(const std::string& key) = 0;
+  virtual std::optional<StageProgressView> progress(const std::string& key) const = 0;
+};
+
+// "1h2m3s", "4m0s", "12s" (Go's time.Duration form, rounded to seconds, as kubectl users read
+// it); "" for a negative or non-finite time.
+std::string format_eta(double seconds);
+
+// status.progress from the gathered progress: step, totalSteps, loss (when finite),
+// tokensPerSecond, eta (at the current rate), lastCheckpointStep, updatedAt (`now`).
+// tokens_per_step (global batch x sequence length) turns the token rate into the ETA.
+nlohmann::json progress_status(const StageProgressView& progress, int64_t total_steps,
+                               double tokens_per_step, const std::string& now);
+
+}  // namespace tessel::controller
