@@ -1,7 +1,8 @@
 // The launcher's end of StageProgress (proto/tessel/v1alpha1/progress.proto): a gRPC server on
-// 127.0.0.1 (a port the kernel picks) that takes the events of one job's stage processes,
-// acknowledges each, drops the ones a reconnecting process sends again, and hands the rest to
-// the launcher's thread in arrival order. Events of another job are refused.
+// 127.0.0.1 (a port the kernel picks) that takes the events of one job's stage processes and
+// hands them to the launcher's thread in arrival order, each once (proto/progress acknowledges
+// them and drops the ones a reconnecting process sends again). Events of another job are
+// refused.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,9 @@
 
 namespace grpc {
 class Server;
+}
+namespace tessel::progress {
+class ProgressService;
 }
 
 namespace tessel::launcher {
@@ -35,8 +39,9 @@ class ProgressServer {
   std::vector<pb::StageEvent> take();
 
  private:
-  class Service;
-  std::unique_ptr<Service> service_;
+  class Queue;
+  std::unique_ptr<Queue> queue_;
+  std::unique_ptr<progress::ProgressService> service_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

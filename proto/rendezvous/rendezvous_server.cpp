@@ -44,9 +44,9 @@ RendezvousTable::Clock::time_point wait_deadline(const grpc::ServerContext& cont
 
 }  // namespace
 
-class RendezvousServer::Service final : public pb::Rendezvous::Service {
+class RendezvousService::Impl final : public pb::Rendezvous::Service {
  public:
-  explicit Service(RendezvousTable& table) : table_(table) {}
+  explicit Impl(RendezvousTable& table) : table_(table) {}
 
   grpc::Status Join(grpc::ServerContext* context, const pb::JoinRequest* request,
                     pb::JoinReply* reply) override {
@@ -91,13 +91,19 @@ class RendezvousServer::Service final : public pb::Rendezvous::Service {
   RendezvousTable& table_;
 };
 
+RendezvousService::RendezvousService(RendezvousTable& table)
+    : impl_(std::make_unique<Impl>(table)) {}
+
+RendezvousService::~RendezvousService() = default;
+
+grpc::Service* RendezvousService::service() { return impl_.get(); }
+
 RendezvousServer::RendezvousServer(const std::string& address,
-                                   std::shared_ptr<grpc::ServerCredentials> credentials)
-    : service_(std::make_unique<Service>(table_)) {
+                                   std::shared_ptr<grpc::ServerCredentials> credentials) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(address, std::move(credentials), &port_);
-  builder.RegisterService(service_.get());
-  builder.SetMaxReceiveMessageSize(int(kMaxValueBytes) + 4096);
+  builder.RegisterService(service_.service());
+  builder.SetMaxReceiveMessageSize(kMaxRequestBytes);
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     throw std::runtime_error("rendezvous: cannot listen on " + address);

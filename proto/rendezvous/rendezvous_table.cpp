@@ -12,14 +12,6 @@ using Code = RendezvousError::Code;
   throw RendezvousError(code, message);
 }
 
-// Compares without stopping at the first difference, so the time taken says nothing of the token.
-bool same_token(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 // host:port with a port in [1, 65535] and a host of printable characters without spaces.
 void check_address(const std::string& address) {
   if (address.empty() || address.size() > kMaxAddressBytes) {
@@ -43,6 +35,13 @@ void check_address(const std::string& address) {
 }
 
 }  // namespace
+
+bool same_token(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
 
 void RendezvousTable::add_job(uint64_t job_id, int world_size, const std::string& token) {
   if (world_size < 1 || world_size > kMaxWorldSize) {

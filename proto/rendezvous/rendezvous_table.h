@@ -37,6 +37,10 @@ class RendezvousError : public std::runtime_error {
   Code code_;
 };
 
+// Whether two tokens are equal, compared without stopping at the first difference, so that the
+// time taken says nothing of the token.
+bool same_token(const std::string& a, const std::string& b);
+
 struct JoinedTable {
   uint64_t generation = 0;
   std::vector<std::string> addresses;  // index = rank
