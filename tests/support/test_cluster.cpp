@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "kube/api_error.h"
+#include "kube/base64.h"
 #include "tests/support/api_yaml.h"
 
 namespace tessel::testing {
@@ -120,6 +121,32 @@ TestCluster::~TestCluster() {
     }
   }
   if (!directory_.empty()) std::filesystem::remove_all(directory_);
+}
+
+std::string TestCluster::self_contained_kubeconfig() const {
+  nlohmann::json cluster = {{"server", config_.server}};
+  if (!config_.ca_pem.empty())
+    cluster["certificate-authority-data"] = kube::base64_encode(config_.ca_pem);
+  if (config_.insecure_skip_tls_verify) cluster["insecure-skip-tls-verify"] = true;
+  if (!config_.tls_server_name.empty()) cluster["tls-server-name"] = config_.tls_server_name;
+  if (!config_.proxy_url.empty()) cluster["proxy-url"] = config_.proxy_url;
+  nlohmann::json user = nlohmann::json::object();
+  if (!config_.token.empty()) user["token"] = config_.token;  // a token file's content
+  if (!config_.client_cert_pem.empty()) {
+    user["client-certificate-data"] = kube::base64_encode(config_.client_cert_pem);
+    user["client-key-data"] = kube::base64_encode(config_.client_key_pem);
+  }
+  // JSON is YAML: kubeconfig readers take it as it is.
+  return nlohmann::json{
+      {"apiVersion", "v1"},
+      {"kind", "Config"},
+      {"current-context", "test"},
+      {"clusters", {{{"name", "test"}, {"cluster", cluster}}}},
+      {"users", {{{"name", "test"}, {"user", user}}}},
+      {"contexts",
+       {{{"name", "test"},
+         {"context", {{"cluster", "test"}, {"user", "test"}, {"namespace", namespace_}}}}}}}
+      .dump(2);
 }
 
 std::shared_ptr<kube::Client> TestCluster::client(kube::ClientOptions options) const {

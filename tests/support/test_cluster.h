@@ -56,6 +56,9 @@ class TestCluster {
   // tests pass it to kubectl with --namespace namespace_name().
   const std::string& kubeconfig_path() const { return kubeconfig_path_; }
   const std::string& namespace_name() const { return namespace_; }
+  // A kubeconfig for this cluster that refers to no file (CA, token or client certificate
+  // embedded as data), context namespace namespace_name(): what a MemberCluster's Secret holds.
+  std::string self_contained_kubeconfig() const;
 
   // A new client with these options (rate limits off unless the options set them).
   std::shared_ptr<kube::Client> client(kube::ClientOptions options = unlimited()) const;

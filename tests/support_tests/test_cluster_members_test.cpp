@@ -77,5 +77,16 @@ TEST(TestClusterMembers, TheVariableNamesTheMembers) {
   }
 }
 
+TEST(TestClusterMembers, ASelfContainedKubeconfigReachesTheCluster) {
+  TestCluster cluster;
+  const kube::ClusterConfig config =
+      kube::kubeconfig_from_bytes(cluster.self_contained_kubeconfig(), "test", {});
+  EXPECT_EQ(config.server, cluster.config().server);
+  EXPECT_EQ(config.default_namespace, cluster.namespace_name());
+  const auto client = kube::Client::from_config(config, TestCluster::unlimited());
+  EXPECT_EQ(client->get(namespaces(), "", cluster.namespace_name())["metadata"]["name"],
+            cluster.namespace_name());
+}
+
 }  // namespace
 }  // namespace tessel::testing
