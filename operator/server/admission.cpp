@@ -5,11 +5,52 @@
 
 #include "api/crds.h"
 #include "api/trainingjob.h"
+#include "kube/base64.h"
 
 namespace tessel::server {
 namespace {
 
 using nlohmann::json;
+
+// The request of an AdmissionReview, and what the webhooks need of it.
+struct AdmissionRequest {
+  json request;
+  std::string operation;  // CREATE, UPDATE, DELETE, CONNECT
+  std::string kind;       // request.kind.kind
+  // A write of a tessel.dev object itself: not a deletion, a connect, a subresource or a kind of
+  // another group, which are allowed as they are.
+  bool examined = false;
+};
+
+// The one parser of an AdmissionReview; throws AdmissionError for anything else.
+AdmissionRequest parse_review(const json& review) {
+  if (!review.is_object() || review.value("apiVersion", "") != "admission.k8s.io/v1" ||
+      review.value("kind", "") != "AdmissionReview") {
+    throw AdmissionError("not an admission.k8s.io/v1 AdmissionReview");
+  }
+  AdmissionRequest parsed;
+  parsed.request = review.value("request", json());
+  if (!parsed.request.is_object() || !parsed.request.contains("uid") ||
+      !parsed.request["uid"].is_string()) {
+    throw AdmissionError("AdmissionReview without request.uid");
+  }
+  parsed.operation = parsed.request.value("operation", "");
+  const json kind = parsed.request.value("kind", json::object());
+  parsed.kind = kind.is_object() ? kind.value("kind", "") : "";
+  const bool ours = kind.is_object() && kind.value("group", "") == "tessel.dev";
+  parsed.examined = ours && parsed.operation != "DELETE" && parsed.operation != "CONNECT" &&
+                    parsed.request.value("subResource", "").empty();
+  return parsed;
+}
+
+// The AdmissionReview answering `parsed` with `response` (uid added; allowed unless it says).
+json answer(const AdmissionRequest& parsed, json response = json::object()) {
+  response["uid"] = parsed.request["uid"];
+  if (!response.contains("allowed")) response["allowed"] = true;
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"response", std::move(response)}};
+}
 
 std::string joined(const std::vector<api::FieldError>& errors) {
   std::string text;
@@ -31,45 +72,44 @@ std::vector<api::FieldError> membercluster_errors(json object) {
 }  // namespace
 
 json review_admission(const json& review) {
-  if (!review.is_object() || review.value("apiVersion", "") != "admission.k8s.io/v1" ||
-      review.value("kind", "") != "AdmissionReview") {
-    throw AdmissionError("not an admission.k8s.io/v1 AdmissionReview");
-  }
-  const json request = review.value("request", json());
-  if (!request.is_object() || !request.contains("uid") || !request["uid"].is_string()) {
-    throw AdmissionError("AdmissionReview without request.uid");
-  }
-  json response = {{"uid", request["uid"]}, {"allowed", true}};
-  const json answer = {{"apiVersion", "admission.k8s.io/v1"}, {"kind", "AdmissionReview"}};
-  const auto reply = [&](json r) {
-    json out = answer;
-    out["response"] = std::move(r);
-    return out;
-  };
-  const std::string operation = request.value("operation", "");
-  const json kind = request.value("kind", json::object());
-  const bool ours = kind.value("group", "") == "tessel.dev";
-  if (!ours || operation == "DELETE" || operation == "CONNECT" ||
-      !request.value("subResource", "").empty()) {
-    return reply(response);
-  }
-  const json object = request.value("object", json());
+  const AdmissionRequest parsed = parse_review(review);
+  if (!parsed.examined) return answer(parsed);
+  const json object = parsed.request.value("object", json());
   std::vector<api::FieldError> errors;
-  if (kind.value("kind", "") == "TrainingJob") {
+  if (parsed.kind == "TrainingJob") {
     json defaulted = object;
     errors = api::trainingjob_errors(defaulted);
-    if (operation == "UPDATE" && errors.empty()) {
-      errors = api::trainingjob_update_errors(request.value("oldObject", json::object()), object);
+    if (parsed.operation == "UPDATE" && errors.empty()) {
+      errors =
+          api::trainingjob_update_errors(parsed.request.value("oldObject", json::object()), object);
     }
-  } else if (kind.value("kind", "") == "MemberCluster") {
+  } else if (parsed.kind == "MemberCluster") {
     errors = membercluster_errors(object);
   } else {
-    errors.push_back({"kind", "tessel.dev has no kind " + kind.value("kind", std::string("''"))});
+    errors.push_back(
+        {"kind", "tessel.dev has no kind " + (parsed.kind.empty() ? "''" : parsed.kind)});
   }
-  if (errors.empty()) return reply(response);
-  response["allowed"] = false;
-  response["status"] = {{"code", 422}, {"reason", "Invalid"}, {"message", joined(errors)}};
-  return reply(response);
+  if (errors.empty()) return answer(parsed);
+  return answer(parsed,
+                {{"allowed", false},
+                 {"status", {{"code", 422}, {"reason", "Invalid"}, {"message", joined(errors)}}}});
+}
+
+json review_defaulting(const json& review) {
+  const AdmissionRequest parsed = parse_review(review);
+  if (!parsed.examined) return answer(parsed);
+  const json object = parsed.request.value("object", json());
+  if (!object.is_object()) return answer(parsed);  // nothing to default; validation refuses it
+  json defaulted = object;
+  if (parsed.kind == "TrainingJob") {
+    api::trainingjob_errors(defaulted);  // defaults in place; the errors are validation's
+  } else if (parsed.kind == "MemberCluster") {
+    api::membercluster_schema().apply_defaults(defaulted);
+  }
+  // Defaulting only adds fields, so the difference is "add" operations.
+  const json patch = json::diff(object, defaulted);
+  if (patch.empty()) return answer(parsed);
+  return answer(parsed, {{"patchType", "JSONPatch"}, {"patch", kube::base64_encode(patch.dump())}});
 }
 
 }  // namespace tessel::server

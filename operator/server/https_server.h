@@ -1,4 +1,4 @@
-// The operator's HTTPS endpoint (the admission webhook; metrics and health next) behind a small
+// The operator's HTTPS endpoint (the admission webhooks, metrics and probes) behind a small
 // interface, so that the HTTP library (cpprestsdk, in maintenance upstream) stays in one file.
 #pragma once
 
@@ -7,6 +7,8 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tessel::server {
 
@@ -20,6 +22,7 @@ struct HttpsResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers = {};  // besides Content-Type
 };
 
 using HttpsHandler = std::function<HttpsResponse(const HttpsRequest&)>;

@@ -16,6 +16,7 @@ using web::http::experimental::listener::http_listener_config;
 void reply(const http_request& request, const HttpsResponse& response) {
   web::http::http_response answer(static_cast<web::http::status_code>(response.status));
   answer.set_body(response.body, response.content_type);
+  for (const auto& [name, value] : response.headers) answer.headers().add(name, value);
   request.reply(answer).wait();
 }
 

@@ -3,11 +3,7 @@
 // certificate (what the webhook configuration's caBundle holds).
 #include "operator/server/webhook.h"
 
-#include <curl/curl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <memory>
@@ -15,71 +11,31 @@
 #include <sstream>
 
 #include "api/yaml_json.h"
+#include "operator/server/https_router.h"
+#include "tests/operator/https_test_client.h"
 #include "tests/support/http_server.h"
 
 namespace tessel::server {
 namespace {
 
 using nlohmann::json;
+using testing::HttpsAnswer;
 
-struct Answer {
-  long status = 0;
-  std::string body;
-  std::string error;  // curl's, when the request failed
-};
-
-size_t collect(char* data, size_t size, size_t count, void* sink) {
-  static_cast<std::string*>(sink)->append(data, size * count);
-  return size * count;
+HttpsAnswer post(const std::string& url, const std::string& body, const std::string& ca_pem,
+                 const std::string& method = "POST") {
+  return testing::https_request(method, url, body, ca_pem);
 }
 
-Answer post(const std::string& url, const std::string& body, const std::string& ca_pem,
-            const std::string& method = "POST") {
-  Answer answer;
-  CURL* curl = curl_easy_init();
-  curl_blob ca{const_cast<char*>(ca_pem.data()), ca_pem.size(), CURL_BLOB_COPY};
-  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
-  curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
-  if (method == "POST") curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &answer.body);
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT, 30L);
-  const CURLcode code = curl_easy_perform(curl);
-  if (code != CURLE_OK) answer.error = curl_easy_strerror(code);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &answer.status);
-  curl_slist_free_all(headers);
-  curl_easy_cleanup(curl);
-  return answer;
-}
-
-// A port the kernel had free a moment ago (the server is retried on another if it is taken).
-uint16_t free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
+HttpsRouter webhook_routes() {
+  HttpsRouter router;
+  add_webhook_routes(router);
+  return router;
 }
 
 class Webhook : public ::testing::Test {
  protected:
   void SetUp() override {
-    const testing::TestCertificate certificate = ca_.issue_server();
-    for (int attempt = 0; attempt < 5 && !server_; ++attempt) {
-      try {
-        server_ = start_https_server("127.0.0.1", free_port(), certificate.cert_pem,
-                                     certificate.key_pem, handle_webhook);
-      } catch (const HttpsServerError&) {
-        // the port was taken in between: another
-      }
-    }
+    server_ = testing::start_test_https_server(ca_, webhook_routes());
     ASSERT_TRUE(server_);
   }
 
@@ -101,12 +57,12 @@ class Webhook : public ::testing::Test {
     return api::yaml_to_json(text.str(), path);
   }
 
-  testing::TestCertificateAuthority ca_;
+  tessel::testing::TestCertificateAuthority ca_;
   std::unique_ptr<HttpsServer> server_;
 };
 
 TEST_F(Webhook, AnswersAdmissionReviewsOverVerifiedTls) {
-  const Answer good =
+  const HttpsAnswer good =
       post(server_->url() + "validate", review_of(example_job()).dump(), ca_.ca_pem());
   ASSERT_EQ(good.error, "");
   EXPECT_EQ(good.status, 200);
@@ -127,23 +83,26 @@ TEST_F(Webhook, AnswersAdmissionReviewsOverVerifiedTls) {
 TEST_F(Webhook, WrongRequestsGetTheStatusThatSaysWhy) {
   EXPECT_EQ(post(server_->url() + "validate", "{not json", ca_.ca_pem()).status, 400);
   EXPECT_EQ(post(server_->url() + "validate", "{\"kind\": \"Pod\"}", ca_.ca_pem()).status, 400);
-  EXPECT_EQ(post(server_->url() + "mutate", "{}", ca_.ca_pem()).status, 404);
-  EXPECT_EQ(post(server_->url() + "validate", "", ca_.ca_pem(), "GET").status, 405);
-  const Answer huge =
+  EXPECT_EQ(post(server_->url() + "mutate", "{}", ca_.ca_pem()).status, 400);
+  EXPECT_EQ(post(server_->url() + "mutating", "{}", ca_.ca_pem()).status, 404);
+  const HttpsAnswer get = post(server_->url() + "validate", "", ca_.ca_pem(), "GET");
+  EXPECT_EQ(get.status, 405);
+  EXPECT_EQ(get.header("allow"), "POST");
+  const HttpsAnswer huge =
       post(server_->url() + "validate", std::string(kMaxRequestBytes + 1, ' '), ca_.ca_pem());
   EXPECT_EQ(huge.status, 413) << huge.error;
 }
 
 TEST_F(Webhook, AClientThatDoesNotTrustTheCaIsRefused) {
-  const testing::TestCertificateAuthority other;
-  const Answer answer = post(server_->url() + "validate", "{}", other.ca_pem());
+  const tessel::testing::TestCertificateAuthority other;
+  const HttpsAnswer answer = post(server_->url() + "validate", "{}", other.ca_pem());
   EXPECT_NE(answer.error, "");
   EXPECT_EQ(answer.status, 0);
 }
 
 TEST(HttpsServer, ABadCertificateOrKeyIsNamed) {
   try {
-    start_https_server("127.0.0.1", 1, "not a certificate", "not a key", handle_webhook);
+    start_https_server("127.0.0.1", 1, "not a certificate", "not a key", webhook_routes());
     FAIL() << "started";
   } catch (const HttpsServerError& e) {
     EXPECT_EQ(std::string(e.what()), "https://127.0.0.1:1/: the certificate is not PEM");
