@@ -70,6 +70,27 @@ std::optional<double> cgroup_value(const char* path) {
   return value;
 }
 
+// The text in double quotes; '"' and '\\' escaped, a control character as \xNN (other bytes,
+// UTF-8 text, as they are).
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      static const char* kHex = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 15];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
 }  // namespace
 
 std::optional<double> available_memory_bytes() {
@@ -164,6 +185,46 @@ std::string dns1123_label_violation(const std::string& name) {
     return "must start and end with a lowercase letter or digit (a Kubernetes DNS-1123 label)";
   }
   return "";
+}
+
+std::string island_label_violation(const std::string& label) {
+  if (label.empty()) return "must not be empty";
+  if (label.size() > kMaxIslandLabel) {
+    return "is " + std::to_string(label.size()) + " characters long, at most " +
+           std::to_string(kMaxIslandLabel);
+  }
+  for (const char c : label) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == ':' || c == '/' || c == '-';
+    if (!ok) return quoted(label) + " has a character outside [A-Za-z0-9._:/-]";
+  }
+  return "";
+}
+
+std::string job_file_path_violation(const std::string& path) {
+  if (path.empty()) return "must not be empty";
+  if (path.size() > kMaxJobFilePath) {
+    return "is " + std::to_string(path.size()) + " characters long, at most " +
+           std::to_string(kMaxJobFilePath);
+  }
+  if (path.find('\0') != std::string::npos) return "has a NUL character";
+  return "";
+}
+
+bool is_host_port(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == 0 || colon == std::string::npos) return false;
+  const std::string port = address.substr(colon + 1);
+  const bool digits = !port.empty() && port.size() <= 5 &&
+                      port.find_first_not_of("0123456789") == std::string::npos;
+  return digits && std::stoi(port) >= 1 && std::stoi(port) <= 65535;
+}
+
+bool is_env_var_name(const std::string& name) {
+  return !name.empty() && name.size() <= kMaxEnvVarName &&
+         name.find_first_not_of(
+             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") ==
+             std::string::npos;
 }
 
 }  // namespace tessel::placement

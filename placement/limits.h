@@ -5,6 +5,7 @@
 // says each limit and why.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -61,6 +62,15 @@ inline constexpr uint64_t kMaxJobFileBytes = uint64_t{1} << 20;        // 1 MiB
 // process that reads tokens.
 inline constexpr uint64_t kMaxTextBytes = uint64_t{1} << 30;
 
+// --- job.json (noderuntime/stage/job_spec.h reads it, api/stage_job_file.h writes it) ---
+// A path it names: Linux's PATH_MAX (the reader checks the token and CA files, the writer
+// every path, data, checkpoints and traces too).
+inline constexpr size_t kMaxJobFilePath = 4096;
+// A rank's island label ("<cluster>/<node>"): a Kubernetes node name's limit, a DNS subdomain's.
+inline constexpr size_t kMaxIslandLabel = 253;
+// An environment variable's name (rendezvous.advertise_env).
+inline constexpr size_t kMaxEnvVarName = 128;
+
 // --- runs ---
 inline constexpr int64_t kMaxSteps = 10'000'000;  // ~10x the longest LLM pre-training runs
 inline constexpr double kMaxGraceSeconds = 3600;  // time the stages get to stop
@@ -98,6 +108,17 @@ std::string memory_shortfall(double bytes);
 // the file and throws its own error type.
 std::optional<std::string> read_file_bounded(const std::string& path, uint64_t limit,
                                              std::string* error);
+
+// job.json's rules on its values, shared by its reader and its writer. An island label: 1 to
+// kMaxIslandLabel characters of [A-Za-z0-9._:/-]; empty when valid, else the rule it breaks.
+std::string island_label_violation(const std::string& label);
+// A path job.json names: 1 to kMaxJobFilePath characters, no NUL; empty when valid, else the
+// rule it breaks.
+std::string job_file_path_violation(const std::string& path);
+// "host:port": the host not empty (a name, an IPv4 address or [IPv6]), the port in [1, 65535].
+bool is_host_port(const std::string& address);
+// An environment variable's name: 1 to kMaxEnvVarName characters of [A-Za-z0-9_].
+bool is_env_var_name(const std::string& name);
 
 // Kubernetes' DNS-1123 label: 1 to 63 lowercase letters, digits and '-', starting and ending
 // with a letter or digit. Empty when valid; else the rule it breaks.

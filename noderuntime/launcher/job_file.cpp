@@ -1,6 +1,56 @@
 #include "noderuntime/launcher/job_file.h"
 
+#include "api/stage_job_file.h"
+
 namespace tessel::launcher {
+namespace {
+
+// The local job as the TrainingJob spec it stands for (a local job file is a thin form of one;
+// a TrainingJob manifest comes back as it was parsed, with its data path resolved).
+api::TrainingJobSpec trainingjob_spec(const LocalJob& job) {
+  const placement::Workload& w = job.workload;
+  const LocalTraining& t = job.training;
+  api::TrainingJobSpec spec;
+  spec.model.layers = w.layers;
+  spec.model.hidden = w.hidden;
+  spec.model.ffn_hidden = w.ffn();
+  spec.model.heads = w.heads;
+  spec.model.seq_len = w.seq_len;
+  spec.model.vocab = w.vocab;
+  spec.model.precision = w.precision;
+  spec.model.recompute_activations = w.recompute_activations;
+  spec.micro_batch = w.micro_batch;
+  spec.global_batch = w.global_batch;
+  spec.parallelism.stages = job.stages;
+  spec.parallelism.replicas = job.replicas;
+  spec.parallelism.virtual_stages = job.chunks();
+  spec.parallelism.schedule = job.schedule.kind;
+  spec.parallelism.microbatch_group = job.schedule.microbatch_group;
+  spec.parallelism.overlap = job.schedule.overlap;
+  spec.training.steps = t.steps;
+  spec.training.learning_rate = t.learning_rate;
+  spec.training.weight_decay = t.weight_decay;
+  spec.training.beta1 = t.beta1;
+  spec.training.beta2 = t.beta2;
+  spec.training.eps = t.eps;
+  spec.training.grad_clip = t.grad_clip;
+  spec.training.seed = t.seed;
+  spec.training.threads = t.threads;
+  if (job.data.kind == stage::DataSpec::Kind::kText) {
+    spec.data.text_path = job.data.path;
+  } else {
+    spec.data.synthetic = true;
+    spec.data.synthetic_seed = job.data.seed;
+    spec.data.synthetic_bytes = job.data.bytes;
+  }
+  spec.checkpoint.interval_steps = job.checkpoint_interval;
+  spec.checkpoint.keep = job.checkpoint_keep;
+  spec.network.connect_timeout_s = job.connect_timeout_s;
+  spec.network.io_timeout_s = job.io_timeout_s;
+  return spec;
+}
+
+}  // namespace
 
 std::string tasklet_label(int stage, int replica) {
   return "stage " + std::to_string(stage) + " replica " + std::to_string(replica);
@@ -8,64 +58,27 @@ std::string tasklet_label(int stage, int replica) {
 
 nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
                                      const JobFilePaths& paths, uint64_t job_id) {
-  using nlohmann::ordered_json;
-  const placement::Workload& w = job.workload;
-  const LocalTraining& t = job.training;
-  ordered_json j;
-  j["format_version"] = 1;
-  j["job_id"] = job_id;
-  j["workload"] = {
-      {"model",
-       {{"name", w.name},
-        {"layers", w.layers},
-        {"hidden", w.hidden},
-        {"ffn_hidden", w.ffn()},
-        {"heads", w.heads},
-        {"seq_len", w.seq_len},
-        {"vocab", w.vocab},
-        {"precision", placement::to_string(w.precision)},
-        {"recompute_activations", false}}},
-      {"training", {{"micro_batch", w.micro_batch}, {"global_batch", w.global_batch}}}};
-  j["training"] = {{"steps", t.steps},
-                   {"learning_rate", t.learning_rate},
-                   {"weight_decay", t.weight_decay},
-                   {"beta1", t.beta1},
-                   {"beta2", t.beta2},
-                   {"eps", t.eps},
-                   {"grad_clip", t.grad_clip},
-                   {"seed", t.seed},
-                   {"threads", t.threads}};
-  if (job.data.kind == stage::DataSpec::Kind::kText) {
-    j["data"] = {{"kind", "text"}, {"path", job.data.path}};
-  } else {
-    j["data"] = {{"kind", "synthetic"}, {"seed", job.data.seed}, {"bytes", job.data.bytes}};
-  }
-  j["schedule"] = {{"kind", placement::to_string(job.schedule.kind)},
-                   {"chunks", job.chunks()},
-                   {"microbatch_group", job.schedule.microbatch_group},
-                   {"overlap", job.schedule.overlap}};
-  j["pipeline"] = {
-      {"stages", job.stages}, {"replicas", job.replicas}, {"layer_split", plan.layer_split}};
-  ordered_json ranks = ordered_json::array();
+  api::StageJobFile file;
+  file.job_id = job_id;
+  file.model_name = job.workload.name;
+  file.layer_split = plan.layer_split;
   for (int r = 0; r < job.world_size(); ++r) {
-    ranks.push_back({{"stage", r % job.stages},
-                     {"replica", r / job.stages},
-                     {"host", "127.0.0.1"},
-                     {"port", 0}});
+    file.ranks.push_back({r % job.stages, r / job.stages, "127.0.0.1", 0, ""});
   }
-  j["ranks"] = std::move(ranks);
-  j["links"] = {{"topology", paths.topology}, {"devices", plan.device_of_rank}};
-  j["timeouts"] = {{"connect_s", job.connect_timeout_s}, {"io_s", job.io_timeout_s}};
-  if (job.checkpoint_interval >= 0) {
-    j["checkpoint"] = {{"dir", paths.checkpoint_dir},
-                       {"interval", job.checkpoint_interval},
-                       {"resume", job.resume},
-                       {"keep", job.checkpoint_keep}};
+  if (job.data.kind == stage::DataSpec::Kind::kText) file.data_path = job.data.path;
+  if (job.checkpoint_interval >= 0) file.checkpoint_dir = paths.checkpoint_dir;
+  file.checkpoint_resume = job.resume;
+  file.rendezvous = api::StageEndpoint{paths.rendezvous_address, paths.token_file, ""};
+  if (!paths.progress_address.empty()) {
+    file.progress = api::StageEndpoint{paths.progress_address, "", ""};
   }
-  if (!paths.trace_pattern.empty()) j["trace"] = {{"path", paths.trace_pattern}};
-  if (!paths.progress_address.empty()) j["progress"] = {{"address", paths.progress_address}};
-  j["rendezvous"] = {{"address", paths.rendezvous_address}, {"token_file", paths.token_file}};
-  return j;
+  file.trace_pattern = paths.trace_pattern;
+  file.links = {{"topology", paths.topology}, {"devices", plan.device_of_rank}};
+  try {
+    return api::stage_job_json(trainingjob_spec(job), file);
+  } catch (const api::ManifestError& e) {
+    throw LocalJobError(std::string("cannot write the stage processes' job file: ") + e.what());
+  }
 }
 
 }  // namespace tessel::launcher

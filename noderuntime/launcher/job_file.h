@@ -1,7 +1,8 @@
 // The job.json every stage process of a local job reads (noderuntime/stage/job_spec.h), built
-// from the local job and its plan: ranks r = replica x stages + stage on 127.0.0.1, each binding
-// a port the kernel picks and finding the others through the launcher's rendezvous, each link
-// shaped like the (localized) topology's link between the two ranks' devices.
+// from the local job and its plan by the one writer of the file (api/stage_job_file.h, which the
+// operator uses too): ranks r = replica x stages + stage on 127.0.0.1, each binding a port the
+// kernel picks and finding the others through the launcher's rendezvous, each link shaped like
+// the (localized) topology's link between the two ranks' devices.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@ struct JobFilePaths {
   std::string token_file;          // the job's token for it
 };
 
+// Throws LocalJobError when a value cannot go into the file (e.g. a path that is not UTF-8).
 nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
                                      const JobFilePaths& paths, uint64_t job_id);
 

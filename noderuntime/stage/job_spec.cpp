@@ -197,16 +197,8 @@ std::string parse_island(const Section& r) {
   if (label.empty()) {
     r.fail(r.field("island"), "must not be empty (leave the field out for an island of its own)");
   }
-  if (label.size() > kMaxIslandLabel) {
-    r.fail(r.field("island"), "is " + std::to_string(label.size()) + " characters long, at most " +
-                                  std::to_string(kMaxIslandLabel));
-  }
-  for (const char c : label) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == ':' || c == '/' || c == '-';
-    if (!ok) {
-      r.fail(r.field("island"), json(label).dump() + " has a character outside [A-Za-z0-9._:/-]");
-    }
+  if (const std::string why = placement::island_label_violation(label); !why.empty()) {
+    r.fail(r.field("island"), why);
   }
   return label;
 }
@@ -341,25 +333,12 @@ void parse_trace(const Section& root, JobSpec& job) {
   if (job.trace_path.empty()) t.fail("trace.path", "must not be empty");
 }
 
-// "host:port", port in [1, 65535], host not empty (a name, an IPv4 address or [IPv6]).
-bool is_host_port(const std::string& a) {
-  const size_t colon = a.rfind(':');
-  const std::string port = colon == std::string::npos ? "" : a.substr(colon + 1);
-  const bool digits = !port.empty() && port.size() <= 5 &&
-                      port.find_first_not_of("0123456789") == std::string::npos;
-  return colon != 0 && colon != std::string::npos && digits && std::stoi(port) >= 1 &&
-         std::stoi(port) <= 65535;
-}
-
 // A file the stage reads (a token, a CA): 1 to kMaxJobFilePath characters, no NUL.
 std::string file_path(const Section& s, const std::string& key) {
   const std::string path = s.required_string(key);
-  if (path.empty()) s.fail(s.field(key), "must not be empty");
-  if (path.size() > kMaxJobFilePath) {
-    s.fail(s.field(key), "is " + std::to_string(path.size()) + " characters long, at most " +
-                             std::to_string(kMaxJobFilePath));
+  if (const std::string why = placement::job_file_path_violation(path); !why.empty()) {
+    s.fail(s.field(key), why);
   }
-  if (path.find('\0') != std::string::npos) s.fail(s.field(key), "has a NUL character");
   return path;
 }
 
@@ -368,7 +347,7 @@ void parse_progress(const Section& root, JobSpec& job) {
   const Section p = root.section("progress");
   p.allow({"address", "token_file", "ca_file"});
   job.progress_address = p.required_string("address");
-  if (!is_host_port(job.progress_address)) {
+  if (!placement::is_host_port(job.progress_address)) {
     p.fail("progress.address", "expected host:port, got '" + job.progress_address + "'");
   }
   if (p.has("token_file")) job.progress_token_file = file_path(p, "token_file");
@@ -381,18 +360,14 @@ void parse_rendezvous(const Section& root, JobSpec& job) {
   r.allow({"address", "token_file", "advertise_env", "ca_file"});
   RendezvousSpec spec;
   spec.address = r.required_string("address");
-  if (!is_host_port(spec.address)) {
+  if (!placement::is_host_port(spec.address)) {
     r.fail("rendezvous.address", "expected host:port, got '" + spec.address + "'");
   }
   spec.token_file = file_path(r, "token_file");
   if (r.has("ca_file")) spec.ca_file = file_path(r, "ca_file");
   if (r.has("advertise_env")) {
     spec.advertise_env = r.required_string("advertise_env");
-    const bool name_ok =
-        !spec.advertise_env.empty() && spec.advertise_env.size() <= 128 &&
-        spec.advertise_env.find_first_not_of(
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
-    if (!name_ok) {
+    if (!placement::is_env_var_name(spec.advertise_env)) {
       r.fail("rendezvous.advertise_env",
              "expected an environment variable's name, got '" + spec.advertise_env + "'");
     }

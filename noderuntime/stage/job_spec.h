@@ -94,6 +94,7 @@
 #include "noderuntime/stage/training_options.h"
 #include "noderuntime/transport/link_emulator.h"
 #include "noderuntime/transport/peer_address.h"
+#include "placement/limits.h"
 #include "placement/workload.h"
 
 namespace tessel::stage {
@@ -150,11 +151,10 @@ struct JobSpec {
   std::optional<RendezvousSpec> rendezvous;
 };
 
-// The longest path a job file may name (token_file, ca_file): Linux's PATH_MAX.
-inline constexpr size_t kMaxJobFilePath = 4096;
-
-// The longest island label (a Kubernetes node name's limit, a DNS subdomain's).
-inline constexpr size_t kMaxIslandLabel = 253;
+// The longest path a job file may name (token_file, ca_file) and the longest island label: one
+// definition for the reader and the writer (api/stage_job_file.h).
+using placement::kMaxIslandLabel;
+using placement::kMaxJobFilePath;
 
 // source names the text in errors (the file's path). Throws ConfigError.
 JobSpec parse_job_spec(const std::string& text, const std::string& source);
