@@ -3,9 +3,10 @@
 // checkpoint.dir is a folder of its own (one volume per pod): SIGTERM to every rank at once (a
 // suspend: the operator deletes the pods) stops all of them after the same step with a
 // checkpoint in every dir, and the resume continues the step count with the losses of a run
-// never stopped; a rank whose dir is lost, or whose manifest names another step, fails every
-// rank with one error naming the ranks and their steps before any trains; per-rank dirs that
-// are in fact one folder still work. The shared default is checkpoint_process_test.cpp's.
+// never stopped (so does the shared dir); a rank whose dir is lost, or whose manifest names another
+// step, fails every rank with one error naming the ranks and their steps before any trains;
+// per-rank dirs that are in fact one folder still work. The shared default is
+// checkpoint_process_test.cpp's.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -39,9 +40,10 @@ std::string file_text(const fs::path& path) {
 class UnsharedCheckpoints : public ::testing::Test {
  protected:
   void SetUp() override {
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '-');  // "Case/PerRankDirs" of a parameterised one
     dir_ = fs::temp_directory_path() /
-           ("tessel-stage-unshared-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+           ("tessel-stage-unshared-" + std::to_string(::getpid()) + "-" + name);
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -97,13 +99,27 @@ TEST_F(UnsharedCheckpoints, SharedIsTrueByDefaultAndChecked) {
   }
 }
 
-TEST_F(UnsharedCheckpoints, SigtermToEveryRankStopsThemWithACheckpointAndTheResumeContinues) {
-  auto stopped_run = launch(job(100000, 0));
+// SIGTERM to every rank at once (as the kubelets send it when the operator deletes a suspended
+// job's pods), with per-rank dirs (false) and with the shared one (true).
+class StopAndResume : public UnsharedCheckpoints, public ::testing::WithParamInterface<bool> {
+ protected:
+  bool shared() const { return GetParam(); }
+  std::string one() const { return (dir_ / "shared" / "ckpt").string(); }
+  // The dir rank r writes and reads.
+  std::string dir_of(int rank) const { return shared() ? one() : ckpt(rank); }
+  std::vector<std::unique_ptr<StageProcess>> launch_job(int steps) {
+    auto j = job(steps, 0);
+    j["checkpoint"]["shared"] = shared();
+    return launch(j, shared() ? one() : "");
+  }
+};
+
+TEST_P(StopAndResume, SigtermToEveryRankStopsThemWithACheckpointAndTheResumeContinues) {
+  auto stopped_run = launch_job(100000);
   for (auto& p : stopped_run) {
     ASSERT_TRUE(p->next_line(60s));  // start
     ASSERT_TRUE(p->next_line(60s));  // a first step: the mesh is up
   }
-  // As kubelets do when the operator deletes a suspended job's pods: every rank at once.
   const auto signalled = std::chrono::steady_clock::now();
   for (auto& p : stopped_run) kill(p->pid(), SIGTERM);
   std::vector<int64_t> stopped_at;
@@ -125,23 +141,23 @@ TEST_F(UnsharedCheckpoints, SigtermToEveryRankStopsThemWithACheckpointAndTheResu
   ASSERT_EQ(stopped_at, std::vector<int64_t>(kWorld, stopped_at[0]));
   const int64_t stop = stopped_at[0];
 
-  // Every dir holds its own rank's file and the same manifest, which names every rank's file.
-  const std::string manifest = file_text(checkpoint_manifest(ckpt(0)));
-  for (int rank = 0; rank < kWorld; ++rank) {
-    EXPECT_EQ(latest_checkpoint(ckpt(rank)), stop) << ckpt(rank);
-    EXPECT_EQ(file_text(checkpoint_manifest(ckpt(rank))), manifest) << ckpt(rank);
-    for (int other = 0; other < kWorld; ++other) {
-      EXPECT_EQ(fs::exists(checkpoint_rank_file(ckpt(rank), stop, other)), other == rank)
-          << checkpoint_rank_file(ckpt(rank), stop, other);
-    }
-  }
+  // Every dir holds the same manifest, which names every rank's file, and the rank files of
+  // the ranks that write there (per-rank: its own alone).
+  const std::string manifest = file_text(checkpoint_manifest(dir_of(0)));
   for (int rank = 0; rank < kWorld; ++rank) {
     EXPECT_NE(manifest.find(checkpoint_rank_file("", stop, rank)), std::string::npos) << manifest;
+    EXPECT_EQ(latest_checkpoint(dir_of(rank)), stop) << dir_of(rank);
+    EXPECT_EQ(file_text(checkpoint_manifest(dir_of(rank))), manifest) << dir_of(rank);
+    for (int other = 0; other < kWorld; ++other) {
+      EXPECT_EQ(fs::exists(checkpoint_rank_file(dir_of(rank), stop, other)),
+                shared() || other == rank)
+          << checkpoint_rank_file(dir_of(rank), stop, other);
+    }
   }
 
   // The same job again continues at the checkpoint's step, as a run that was never stopped.
   constexpr int kMore = 3;
-  auto resumed = launch(job(static_cast<int>(stop) + kMore, 0));
+  auto resumed = launch_job(static_cast<int>(stop) + kMore);
   auto unstopped = job(static_cast<int>(stop) + kMore, 0);
   unstopped.erase("checkpoint");
   auto reference = launch(unstopped);
@@ -160,9 +176,14 @@ TEST_F(UnsharedCheckpoints, SigtermToEveryRankStopsThemWithACheckpointAndTheResu
     }
     EXPECT_EQ(steps, (std::vector<int64_t>{stop + 1, stop + 2, stop + 3}));
     EXPECT_EQ(resumed[rank]->losses(), std::vector<double>(whole.begin() + stop, whole.end()));
-    EXPECT_EQ(latest_checkpoint(ckpt(rank)), stop + kMore);
+    EXPECT_EQ(latest_checkpoint(dir_of(rank)), stop + kMore);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(SharedOrNot, StopAndResume, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "SharedDir" : "PerRankDirs";
+                         });
 
 // Every rank fails, its error holding `fragment`, and none trained.
 void expect_every_rank_fails_with(std::vector<std::unique_ptr<StageProcess>>& processes,
