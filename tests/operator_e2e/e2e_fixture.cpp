@@ -1,0 +1,337 @@
+#include "tests/operator_e2e/e2e_fixture.h"
+
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "api/yaml_json.h"
+#include "kube/api_error.h"
+#include "kube/base64.h"
+#include "noderuntime/stage/token_data.h"
+#include "placement/atomic_file.h"
+#include "tests/support/http_server.h"
+
+namespace tessel::testing {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string kSource = TESSEL_SOURCE_DIR;
+
+// How long the teardown waits for the operator to finish deleting the run's TrainingJobs.
+constexpr std::chrono::seconds kTeardownDeleteTimeout{60};
+
+const kube::ResourceInfo& builtin(const char* resource) {
+  return *kube::ResourceRegistry().find_resource("", resource);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  return {std::istreambuf_iterator<char>(file), {}};
+}
+
+std::string unique_work_dir() {
+  std::random_device device;
+  return (fs::temp_directory_path() /
+          ("tessel-e2e-" + std::to_string(::getpid()) + "-" + std::to_string(device() % 1000000)))
+      .string();
+}
+
+// Prints the tail of every log under `folder` (the kubelets', the stage containers', the
+// operator's), for a failed test.
+void print_logs(const std::string& folder) {
+  std::error_code error;
+  for (const auto& entry : fs::recursive_directory_iterator(folder, error)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".log") continue;
+    std::cout << "----- " << entry.path().string() << " (tail) -----\n"
+              << tail_of(read_file(entry.path().string()), 40);
+  }
+}
+
+}  // namespace
+
+// --- FederationE2e ------------------------------------------------------------------------------
+
+void FederationE2e::SetUp() {
+  if (!find_on_path("kubectl")) GTEST_SKIP() << "no kubectl on PATH";
+  work_dir_ = unique_work_dir();
+  fs::create_directories(work_dir_);
+  federation_ = std::make_unique<Federation>(
+      std::vector<MemberSpec>{{"a", "eu-west"}, {"b", "us-east"}}, work_dir_);
+  federation_->install_crds();
+
+  const TestCertificateAuthority ca;
+  const TestCertificate certificate = ca.issue_server();  // 127.0.0.1, ::1, localhost
+  ca_pem_ = ca.ca_pem();
+  ca_file_ = work_dir_ + "/ca.crt";
+  cert_file_ = work_dir_ + "/tls.crt";
+  key_file_ = work_dir_ + "/tls.key";
+  placement::write_file_atomically(ca_file_, ca_pem_);
+  placement::write_file_atomically(cert_file_, certificate.cert_pem);
+  placement::write_file_atomically(key_file_, certificate.key_pem);
+  fs::permissions(key_file_, fs::perms::owner_read | fs::perms::owner_write);
+
+  std::vector<FleetMember> members;
+  for (int i = 0; i < federation_->member_count(); ++i)
+    members.push_back({federation_->member_name(i), federation_->member_region(i),
+                       federation_->member(i).client(), 2, 2});
+  fleet_ = std::make_unique<GpuFleet>(std::move(members), federation_->run_id(), work_dir_,
+                                      TESSEL_STAGE_BINARY);
+  fleet_->start();
+  federation_->register_members();
+}
+
+void FederationE2e::TearDown() {
+  fleet_.reset();
+  federation_.reset();
+  if (work_dir_.empty()) return;
+  if (HasFailure()) {
+    print_logs(work_dir_);
+    std::cout << "e2e work folder kept: " << work_dir_ << "\n";
+  } else {
+    fs::remove_all(work_dir_);
+  }
+}
+
+ProcessResult FederationE2e::kubectl(const std::vector<std::string>& args) {
+  return federation_->kubectl().run(args);
+}
+
+std::string FederationE2e::kubectl_ok(const std::vector<std::string>& args) {
+  const ProcessResult result = kubectl(args);
+  EXPECT_EQ(result.exit_code, 0) << describe(result);
+  return result.out;
+}
+
+bool FederationE2e::wait_for(const std::function<bool()>& done, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    try {
+      if (done()) return true;
+    } catch (const std::exception&) {
+      // Not yet: a transient API error is polled again.
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+std::vector<json> FederationE2e::pods_in(int member, const std::string& selector) {
+  kube::ListOptions options;
+  options.label_selector = selector;
+  const json list = federation_->member(member).admin().list(
+      builtin("pods"), federation_->namespace_name(), options);
+  return list.value("items", json::array()).get<std::vector<json>>();
+}
+
+std::vector<std::string> FederationE2e::leftovers(const std::string& uid) {
+  std::vector<std::string> left;
+  kube::ListOptions options;
+  options.label_selector = std::string(kJobUidLabel) + "=" + uid;
+  for (int m = 0; m < federation_->member_count(); ++m)
+    for (const char* resource : {"pods", "configmaps", "secrets"}) {
+      const json list = federation_->member(m).admin().list(builtin(resource), "", options);
+      for (const json& item : list.value("items", json::array()))
+        left.push_back(federation_->member_name(m) + ": " + resource + " " +
+                       item["metadata"].value("namespace", "") + "/" +
+                       item["metadata"].value("name", ""));
+    }
+  return left;
+}
+
+json FederationE2e::trainingjob(const std::string& name) {
+  kube::Client& hub = federation_->hub().admin();
+  try {
+    return hub.get(hub.resource_for("tessel.dev/v1alpha1", "TrainingJob"),
+                   federation_->namespace_name(), name);
+  } catch (const kube::ApiError& error) {
+    if (error.code() == 404) return nullptr;
+    throw;
+  }
+}
+
+std::string FederationE2e::example_job(const std::string& name, int steps,
+                                       const std::function<void(json&)>& edit) {
+  const std::string source = kSource + "/examples/trainingjobs/fables.yaml";
+  json job = api::yaml_to_json(read_file(source), source);
+  job["metadata"]["name"] = name;
+  job["spec"]["training"]["steps"] = steps;
+  const json only_this_run = {{"matchLabels", {{kRunLabel, federation_->run_id()}}}};
+  job["spec"]["placement"]["clusterSelector"] = only_this_run;
+  job["spec"]["placement"]["gpuSelector"] = only_this_run;
+  if (edit) edit(job);
+  const std::string path = work_dir_ + "/" + name + ".json";
+  placement::write_file_atomically(path, job.dump(2));
+  return path;
+}
+
+// --- OperatorE2e --------------------------------------------------------------------------------
+
+void OperatorE2e::SetUp() {
+  const OperatorBinary binary = find_operator_binary();
+  if (!binary.path) GTEST_SKIP() << binary.why_missing;
+  FederationE2e::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  register_webhook(start_operator("replica-0"));
+}
+
+void OperatorE2e::TearDown() {
+  bool operator_running = false;
+  for (auto& replica : operators_) operator_running = operator_running || replica->running();
+  if (federation_ && operator_running) {
+    // Deleted while the operator runs, so that its finalizer cleans the members up.
+    kubectl({"delete", "trainingjobs", "--all", "--wait=false"});
+    const bool gone = wait_for(
+        [&] {
+          const ProcessResult listed = kubectl({"get", "trainingjobs", "-o", "name"});
+          return listed.exit_code == 0 && listed.out.empty();
+        },
+        kTeardownDeleteTimeout);
+    EXPECT_TRUE(gone) << "the run's TrainingJobs were not deleted within "
+                      << kTeardownDeleteTimeout.count() << " s";
+  }
+  for (auto& replica : operators_) replica->stop(SIGTERM);
+  if (federation_) {
+    kube::Client& hub = federation_->hub().admin();
+    try {
+      // A finalizer left by an operator that is gone would keep the job (and its namespace).
+      const kube::ResourceInfo jobs = hub.resource_for("tessel.dev/v1alpha1", "TrainingJob");
+      for (const json& job :
+           hub.list(jobs, federation_->namespace_name()).value("items", json::array()))
+        hub.patch(jobs, federation_->namespace_name(), job["metadata"]["name"],
+                  kube::PatchType::kMerge, {{"metadata", {{"finalizers", nullptr}}}});
+      if (webhook_registered_)
+        hub.remove(
+            hub.resource_for("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+            "", "tessel-" + federation_->run_id());
+    } catch (const std::exception& error) {
+      std::cout << "e2e teardown: " << error.what() << "\n";
+    }
+  }
+  operators_.clear();
+  FederationE2e::TearDown();
+}
+
+OperatorProcess& OperatorE2e::start_operator(const std::string& identity) {
+  OperatorSettings settings;
+  settings.binary = *find_operator_binary().path;
+  settings.hub_kubeconfig = federation_->hub().kubeconfig_path();
+  settings.namespace_ = federation_->namespace_name();
+  settings.hub_id = federation_->run_id();
+  settings.identity = identity;
+  settings.tls_cert_file = cert_file_;
+  settings.tls_key_file = key_file_;
+  settings.tls_ca_file = ca_file_;
+  settings.data_root = kSource + "/examples/trainingjobs";
+  settings.log_file = work_dir_ + "/" + identity + ".log";
+  operators_.push_back(std::make_unique<OperatorProcess>(std::move(settings)));
+  return *operators_.back();
+}
+
+void OperatorE2e::register_webhook(const OperatorProcess& replica) {
+  // A real kube-apiserver runs elsewhere and cannot call a webhook this test process's machine
+  // serves on 127.0.0.1: on a real hub the webhook is not registered, and the cases skip their
+  // admission parts (the operator's reconcile still flags a bad job, which they check).
+  if (federation_->hub().is_real()) return;
+  const std::string run = federation_->run_id();
+  const json rule_base = {{"apiGroups", {"tessel.dev"}},
+                          {"apiVersions", {"v1alpha1"}},
+                          {"operations", {"CREATE", "UPDATE"}}};
+  json trainingjobs_rule = rule_base, memberclusters_rule = rule_base;
+  trainingjobs_rule["resources"] = {"trainingjobs"};
+  trainingjobs_rule["scope"] = "Namespaced";
+  memberclusters_rule["resources"] = {"memberclusters"};
+  memberclusters_rule["scope"] = "Cluster";
+  const json client_config = {{"url", replica.webhook_url()},
+                              {"caBundle", kube::base64_encode(ca_pem_)}};
+  const auto webhook = [&](const std::string& name, const json& rule) {
+    return json{{"name", name},          {"clientConfig", client_config},
+                {"rules", {rule}},       {"failurePolicy", "Fail"},
+                {"sideEffects", "None"}, {"admissionReviewVersions", {"v1"}},
+                {"timeoutSeconds", 10}};
+  };
+  json trainingjobs = webhook("trainingjobs.tessel.dev", trainingjobs_rule);
+  // Only this run's objects: the namespace for TrainingJobs, the run label for the
+  // cluster-scoped MemberClusters.
+  trainingjobs["namespaceSelector"] = {
+      {"matchLabels", {{"kubernetes.io/metadata.name", federation_->namespace_name()}}}};
+  json memberclusters = webhook("memberclusters.tessel.dev", memberclusters_rule);
+  memberclusters["objectSelector"] = {{"matchLabels", {{kRunLabel, run}}}};
+  const json configuration = {{"apiVersion", "admissionregistration.k8s.io/v1"},
+                              {"kind", "ValidatingWebhookConfiguration"},
+                              {"metadata", {{"name", "tessel-" + run}}},
+                              {"webhooks", {trainingjobs, memberclusters}}};
+  const std::string path = work_dir_ + "/webhook.json";
+  placement::write_file_atomically(path, configuration.dump(2));
+  const ProcessResult applied = kubectl({"apply", "-f", path});
+  if (applied.exit_code != 0)
+    throw std::runtime_error("registering the webhook: " + describe(applied));
+  webhook_registered_ = true;
+}
+
+json OperatorE2e::wait_for_phase(const std::string& name, const std::string& phase,
+                                 std::chrono::seconds timeout) {
+  json job;
+  const bool reached = wait_for(
+      [&] {
+        job = trainingjob(name);
+        return !job.is_null() && job.value("/status/phase"_json_pointer, "") == phase;
+      },
+      timeout);
+  EXPECT_TRUE(reached) << "TrainingJob " << name << " did not reach phase " << phase << " within "
+                       << timeout.count() << " s; last seen: "
+                       << (job.is_null() ? "absent" : job.value("status", json::object()).dump());
+  return job;
+}
+
+// --- free functions -----------------------------------------------------------------------------
+
+double example_data_entropy() {
+  return stage::TokenCorpus::from_file(kSource + "/examples/data/fables.txt", 256)
+      .unigram_entropy();
+}
+
+json condition_of(const json& object, const std::string& type) {
+  for (const json& condition : object.value("/status/conditions"_json_pointer, json::array()))
+    if (condition.value("type", "") == type) return condition;
+  return nullptr;
+}
+
+std::optional<std::string> table_cell(const std::string& table, const std::string& name,
+                                      const std::string& column) {
+  std::istringstream lines(table);
+  std::string header, line;
+  if (!std::getline(lines, header)) return std::nullopt;
+  // Columns start where a header word starts; a cell runs to the next column's start.
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < header.size(); ++i)
+    if (header[i] != ' ' && (i == 0 || header[i - 1] == ' ')) starts.push_back(i);
+  size_t index = starts.size();
+  for (size_t c = 0; c < starts.size(); ++c)
+    if (header.compare(starts[c], column.size(), column) == 0 &&
+        (starts[c] + column.size() == header.size() || header[starts[c] + column.size()] == ' '))
+      index = c;
+  if (index == starts.size()) return std::nullopt;
+  const auto trim = [](std::string text) {
+    text.erase(0, text.find_first_not_of(' '));
+    text.erase(text.find_last_not_of(' ') + 1);
+    return text;
+  };
+  while (std::getline(lines, line)) {
+    if (trim(line.substr(0, starts.size() > 1 ? starts[1] : line.size())) != name) continue;
+    if (starts[index] >= line.size()) return std::string();
+    const size_t end = index + 1 < starts.size() ? starts[index + 1] : line.size();
+    return trim(line.substr(starts[index], end - starts[index]));
+  }
+  return std::nullopt;
+}
+
+}  // namespace tessel::testing

@@ -1,0 +1,111 @@
+// The fixtures of the operator's end-to-end tests.
+//
+// FederationE2e: everything but the operator. A hub and two member clusters (federation.h),
+// crds/ installed with the real kubectl, the members registered (kubeconfig Secret +
+// MemberCluster each), GPU nodes in both members played by process kubelets (gpu_fleet.h:
+// member a and b, 2 nodes x 2 GPUs each, fast links inside a cluster, a slow one between), TLS
+// material for the operator (a CA, and a certificate for 127.0.0.1 and localhost), and helpers
+// that read the clusters through the API. Tests skip visibly without kubectl on $PATH.
+//
+// OperatorE2e: the same, plus tessel-operator as its own process (operator_process.h) and the
+// ValidatingWebhookConfiguration that sends TrainingJobs and MemberClusters to it. Tests skip
+// visibly while the operator binary has not been built.
+//
+// On failure the teardown prints the tail of the operator's and the kubelets' logs and keeps the
+// work folder (its path is printed); on success the folder is removed.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/kubectl/child_process.h"
+#include "tests/operator_e2e/federation.h"
+#include "tests/operator_e2e/gpu_fleet.h"
+#include "tests/operator_e2e/operator_process.h"
+
+namespace tessel::testing {
+
+// Label keys of the objects the operator makes in member clusters (operator/controller/labels.h
+// is the operator's; the test keeps its own copy of the contract it checks).
+inline constexpr const char* kJobLabel = "tessel.dev/job";
+inline constexpr const char* kJobUidLabel = "tessel.dev/job-uid";
+
+class FederationE2e : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // `kubectl <args>` against the hub, in the run's namespace.
+  ProcessResult kubectl(const std::vector<std::string>& args);
+  // The same, failing the test (with kubectl's output) unless it exits 0; returns stdout.
+  std::string kubectl_ok(const std::vector<std::string>& args);
+
+  // Polls `done` until it holds or `timeout` passes (an exception thrown by `done`, a transient
+  // API error, counts as not yet). Returns whether it held.
+  static bool wait_for(const std::function<bool()>& done, std::chrono::seconds timeout);
+
+  // The pods of member `member` in the run's namespace with this label selector.
+  std::vector<nlohmann::json> pods_in(int member, const std::string& selector);
+  // What is left, in any namespace of any member, of the job with this uid: "<member>: <Kind>
+  // <namespace>/<name>" for each Pod, ConfigMap and Secret labelled tessel.dev/job-uid=<uid>.
+  std::vector<std::string> leftovers(const std::string& uid);
+
+  // The TrainingJob `name` in the run's namespace as the API returns it; null when absent.
+  nlohmann::json trainingjob(const std::string& name);
+
+  // examples/trainingjobs/fables.yaml named `name`, placed only on this run's members and nodes
+  // (clusterSelector, gpuSelector), with `steps` training steps, then `edit`ed; written to a file
+  // in the work folder whose path is returned (for kubectl apply -f).
+  std::string example_job(const std::string& name, int steps,
+                          const std::function<void(nlohmann::json&)>& edit = {});
+
+  std::string work_dir_;
+  std::unique_ptr<Federation> federation_;
+  std::unique_ptr<GpuFleet> fleet_;
+  std::string ca_file_, cert_file_, key_file_;
+  std::string ca_pem_;
+};
+
+class OperatorE2e : public FederationE2e {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  // Starts a replica of the operator with this --identity; its log is <work>/<identity>.log.
+  OperatorProcess& start_operator(const std::string& identity);
+  // Points the ValidatingWebhookConfiguration at this replica (kubectl apply; as a Service would
+  // route to a live replica). On a real hub nothing is registered: see webhook_registered().
+  void register_webhook(const OperatorProcess& replica);
+  // False on a real hub: its API server, elsewhere, cannot reach a webhook served on this
+  // machine's 127.0.0.1, so the admission parts of the cases are skipped there (visibly).
+  bool webhook_registered() const { return webhook_registered_; }
+
+  // Waits until the job's status.phase is `phase`; fails the test with the job's status when it
+  // does not get there within `timeout`.
+  nlohmann::json wait_for_phase(const std::string& name, const std::string& phase,
+                                std::chrono::seconds timeout);
+
+  std::vector<std::unique_ptr<OperatorProcess>> operators_;
+  bool webhook_registered_ = false;
+};
+
+// The unigram entropy (nats per byte) of examples/data/fables.txt, the example's data: the loss
+// of the best model that ignores context.
+double example_data_entropy();
+
+// The condition of this type in an object's status.conditions; null when absent.
+nlohmann::json condition_of(const nlohmann::json& object, const std::string& type);
+
+// The cell of `column` in the row of `name` of a table kubectl printed (columns are found by
+// their offset in the header line, so cells may be empty or hold spaces); nullopt when the table
+// has no such row or column.
+std::optional<std::string> table_cell(const std::string& table, const std::string& name,
+                                      const std::string& column);
+
+}  // namespace tessel::testing

@@ -1,0 +1,225 @@
+// The e2e harness itself, proved without the operator: the GPU nodes the process kubelets play
+// in both members (labels, capacity, link annotations of a topology whose clusters are joined by
+// a slow link), the members registered with self-contained kubeconfigs that reach them, a stage
+// pod run by a member's kubelet with the tessel-stage binary, the example job with this run's
+// selectors accepted by the CRD, the "nothing left" check, the operator process wrapper, and the
+// reader of kubectl's tables.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "api/link_annotations.h"
+#include "kube/base64.h"
+#include "kube/config.h"
+#include "placement/atomic_file.h"
+#include "tests/operator_e2e/e2e_fixture.h"
+#include "tests/support/http_server.h"
+
+namespace tessel::testing {
+namespace {
+
+using nlohmann::json;
+
+const kube::ResourceInfo& builtin(const char* resource) {
+  return *kube::ResourceRegistry().find_resource("", resource);
+}
+
+using E2eHarness = FederationE2e;
+
+TEST_F(E2eHarness, EachMemberHasTwoGpuNodesAnnotatedWithFastLinksInsideAndSlowOnesAcross) {
+  for (int m = 0; m < federation_->member_count(); ++m) {
+    kube::ListOptions options;
+    options.label_selector = std::string(kRunLabel) + "=" + federation_->run_id();
+    const json nodes = federation_->member(m).admin().list(builtin("nodes"), "", options);
+    ASSERT_EQ(nodes["items"].size(), 2u) << nodes.dump();
+    for (const json& node : nodes["items"]) {
+      const std::string name = node["metadata"]["name"];
+      const json& labels = node["metadata"]["labels"];
+      EXPECT_EQ(labels.value("nvidia.com/gpu.product", ""), "NVIDIA-H200") << name;
+      EXPECT_EQ(labels.value("topology.kubernetes.io/region", ""), federation_->member_region(m));
+      EXPECT_EQ(labels.value("topology.kubernetes.io/zone", ""),
+                federation_->member_region(m) + "a");
+      EXPECT_EQ(node["status"]["allocatable"].value("nvidia.com/gpu", ""), "2") << name;
+      EXPECT_EQ(condition_of(node, "Ready").value("status", ""), "True") << name;
+
+      const api::NodeLinks links = api::parse_node_links(
+          node["metadata"]["annotations"].value(api::kLinksAnnotation, ""), name);
+      EXPECT_EQ(links.peers.size(), fleet_->nodes().size() - 1) << name;
+      for (const auto& [peer, measured] : links.peers) {
+        const bool across = peer.find('/') != std::string::npos;
+        EXPECT_EQ(measured.bulk_gbps, across ? kSlowLinkGbps : kFastLinkGbps)
+            << name << " " << peer;
+        EXPECT_EQ(measured.rtt_p50_ms, across ? kSlowLinkRttMs : kFastLinkRttMs) << peer;
+        if (across) {
+          EXPECT_EQ(peer.substr(0, peer.find('/')), federation_->member_name(1 - m)) << peer;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(fleet_->total_gpus(), 8);
+}
+
+TEST_F(E2eHarness, MembersAreRegisteredWithSelfContainedKubeconfigsThatReachThem) {
+  const std::string listed = kubectl_ok(
+      {"get", "memberclusters", "-l", std::string(kRunLabel) + "=" + federation_->run_id()});
+  for (int m = 0; m < federation_->member_count(); ++m) {
+    EXPECT_EQ(table_cell(listed, federation_->member_name(m), "REGION"),
+              federation_->member_region(m))
+        << listed;
+    const std::string secret_name = federation_->member_name(m) + "-kubeconfig";
+    const json secret = json::parse(kubectl_ok({"get", "secret", secret_name, "-o", "json"}));
+    const std::optional<std::string> text =
+        kube::base64_decode(secret["data"].value("kubeconfig", ""));
+    ASSERT_TRUE(text) << secret.dump();
+    // The operator's policy: no files, no plugins, verified TLS.
+    const kube::ClusterConfig config =
+        kube::kubeconfig_from_bytes(*text, secret_name, kube::KubeconfigBytesPolicy{});
+    const json nodes =
+        kube::Client::from_config(config, TestCluster::unlimited())->list(builtin("nodes"), "");
+    EXPECT_FALSE(nodes["items"].empty()) << federation_->member_name(m);
+  }
+}
+
+TEST_F(E2eHarness, AStagePodOnAGpuNodeRunsTheTesselStageBinary) {
+  const GpuNode& node = fleet_->nodes().back();
+  const json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "stage-help"},
+        {"namespace", federation_->namespace_name()},
+        {"labels", {{kJobUidLabel, "harness"}}}}},
+      {"spec",
+       {{"nodeName", node.name},
+        {"restartPolicy", "Never"},
+        {"automountServiceAccountToken", false},  // as the operator's stage pods: no API use
+        {"containers",
+         {{{"name", "stage"},
+           {"image", "tessel/stage:0.1.0"},
+           {"args", {"--help"}},
+           {"resources",
+            {{"requests", {{"nvidia.com/gpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}}}}}}}}};
+  kube::Client& member = federation_->member(node.member).admin();
+  member.create(builtin("pods"), federation_->namespace_name(), pod);
+  std::string phase;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        phase = member.get(builtin("pods"), federation_->namespace_name(), "stage-help")
+                    .value("/status/phase"_json_pointer, "");
+        return phase == "Succeeded" || phase == "Failed";
+      },
+      std::chrono::seconds(60)));
+  EXPECT_EQ(phase, "Succeeded");
+  std::ifstream log(
+      fleet_->kubelet(node.member).pod_directory(federation_->namespace_name(), "stage-help") +
+      "/stage.log");
+  const std::string text{std::istreambuf_iterator<char>(log), {}};
+  EXPECT_NE(text.find("usage: tessel-stage"), std::string::npos) << text;
+  EXPECT_EQ(leftovers("harness").size(), 1u);
+}
+
+TEST_F(E2eHarness, NothingLeftFindsWhatAJobLeftInAnyMember) {
+  const std::string uid = "0b5e7a52-harness";
+  EXPECT_TRUE(leftovers(uid).empty());
+  const json config_map = {{"apiVersion", "v1"},
+                           {"kind", "ConfigMap"},
+                           {"metadata",
+                            {{"name", "left-behind"},
+                             {"namespace", federation_->namespace_name()},
+                             {"labels", {{kJobUidLabel, uid}}}}},
+                           {"data", {{"job.json", "{}"}}}};
+  federation_->member(1).admin().create(builtin("configmaps"), "", config_map);
+  const std::vector<std::string> left = leftovers(uid);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0], federation_->member_name(1) + ": configmaps " + federation_->namespace_name() +
+                         "/left-behind");
+  federation_->member(1).admin().remove(builtin("configmaps"), federation_->namespace_name(),
+                                        "left-behind");
+  EXPECT_TRUE(leftovers(uid).empty());
+}
+
+TEST_F(E2eHarness, TheExampleJobWithThisRunsSelectorsIsAcceptedAndListed) {
+  EXPECT_EQ(kubectl_ok({"apply", "-f", example_job("fables", 40)}),
+            "trainingjob.tessel.dev/fables created\n");
+  const json job = trainingjob("fables");
+  EXPECT_EQ(job["spec"]["training"]["steps"], 40);
+  EXPECT_EQ(job["spec"]["placement"]["gpuSelector"]["matchLabels"][kRunLabel],
+            federation_->run_id());
+  const std::string table = kubectl_ok({"get", "trainingjobs"});
+  EXPECT_EQ(table_cell(table, "fables", "STAGES"), "2") << table;
+  EXPECT_EQ(table_cell(table, "fables", "REPLICAS"), "2") << table;
+  EXPECT_EQ(table_cell(table, "fables", "PHASE"), "") << table;  // no operator wrote a status
+}
+
+TEST(E2eData, TheExampleDataHasAUnigramEntropyBelowAUniformByte) {
+  const double entropy = example_data_entropy();
+  EXPECT_GT(entropy, 2.0);
+  EXPECT_LT(entropy, std::log(256.0));  // the loss of a model that learned nothing
+}
+
+TEST(E2eOperatorProcess, AnOperatorThatExitsAtStartIsReportedWithItsLog) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("tessel-e2e-process-" + std::to_string(::getpid())))
+                              .string();
+  std::filesystem::create_directories(dir);
+  const TestCertificateAuthority ca;
+  placement::write_file_atomically(dir + "/ca.crt", ca.ca_pem());
+  OperatorSettings settings;
+  settings.binary = dir + "/fake-operator";
+  placement::write_file_atomically(settings.binary,
+                                   "#!/bin/sh\necho \"fake operator refuses: $*\"\nexit 3\n");
+  std::filesystem::permissions(settings.binary, std::filesystem::perms::owner_all);
+  settings.tls_ca_file = dir + "/ca.crt";
+  settings.identity = "replica-x";
+  settings.data_root = "/data";
+  settings.log_file = dir + "/replica-x.log";
+  try {
+    OperatorProcess process(settings);
+    ADD_FAILURE() << "the fake operator was taken for a running one";
+  } catch (const std::runtime_error& error) {
+    const std::string what = error.what();
+    EXPECT_NE(what.find("exited with status 3"), std::string::npos) << what;
+    EXPECT_NE(what.find("fake operator refuses"), std::string::npos) << what;
+    EXPECT_NE(what.find("--stage-service-advertise=127.0.0.1:"), std::string::npos) << what;
+    EXPECT_NE(what.find("--identity=replica-x"), std::string::npos) << what;
+    EXPECT_NE(what.find("--data-root=/data"), std::string::npos) << what;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(E2eOperatorProcess, TheCommandLineCarriesEveryFlagOfThePlan) {
+  OperatorSettings settings;
+  settings.binary = "tessel-operator";
+  const std::vector<std::string> line = operator_command_line(settings, 8443, 9443);
+  std::string joined;
+  for (const auto& arg : line) joined += arg + " ";
+  for (const char* flag :
+       {"--kubeconfig=", "--namespace=", "--hub-id=", "--leader-elect=true",
+        "--identity=", "--lease-duration=6", "--renew-deadline=4", "--retry-period=1",
+        "--https-address=127.0.0.1:8443", "--tls-cert-file=", "--tls-key-file=", "--tls-ca-file=",
+        "--stage-service-address=127.0.0.1:9443", "--stage-service-advertise=127.0.0.1:9443",
+        "--data-root=", "--status-interval=1"})
+    EXPECT_NE(joined.find(flag), std::string::npos) << flag << " in " << joined;
+}
+
+TEST(E2eTable, CellsAreFoundByTheHeadersOffsetsEvenWhenEmpty) {
+  const std::string table =
+      "NAME     PHASE     STAGES   CLUSTERS      STEP   LOSS\n"
+      "fables   Running   2        a,b           12     4.51\n"
+      "big                2                                \n";
+  EXPECT_EQ(table_cell(table, "fables", "PHASE"), "Running");
+  EXPECT_EQ(table_cell(table, "fables", "LOSS"), "4.51");
+  EXPECT_EQ(table_cell(table, "fables", "STEP"), "12");
+  EXPECT_EQ(table_cell(table, "big", "PHASE"), "");
+  EXPECT_EQ(table_cell(table, "big", "STAGES"), "2");
+  EXPECT_EQ(table_cell(table, "big", "LOSS"), "");
+  EXPECT_EQ(table_cell(table, "absent", "PHASE"), std::nullopt);
+  EXPECT_EQ(table_cell(table, "fables", "ETA"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace tessel::testing
