@@ -97,7 +97,71 @@ std::string required_name(const ResourceInfo& info, const json& object) {
   return name;
 }
 
+// The non-empty pieces of `text` between separators.
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  while (!text.empty()) {
+    const auto at = text.find(separator);
+    const std::string_view part = text.substr(0, at);
+    if (!part.empty()) parts.push_back(part);
+    if (at == std::string_view::npos) break;
+    text.remove_prefix(at + 1);
+  }
+  return parts;
+}
+
+// Whether the query of `target` sets watch to a value Go's strconv.ParseBool reads as true.
+bool watch_requested(std::string_view target) {
+  const auto question = target.find('?');
+  if (question == std::string_view::npos) return false;
+  for (std::string_view parameter : split(target.substr(question + 1), '&')) {
+    if (!parameter.starts_with("watch=")) continue;
+    const std::string_view value = parameter.substr(6);
+    return value == "1" || value == "t" || value == "T" || value == "true" || value == "TRUE" ||
+           value == "True";
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string request_verb(std::string_view method, std::string_view target) {
+  std::string lower(method);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::vector<std::string_view> parts = split(path_of(target), '/');
+  // /api/<version>/... and /apis/<group>/<version>/... name resources; anything else does not.
+  std::size_t prefix = 0;
+  if (parts.size() >= 3 && parts[0] == "api") prefix = 2;
+  if (parts.size() >= 4 && parts[0] == "apis") prefix = 3;
+  if (prefix == 0) return lower;
+  parts.erase(parts.begin(), parts.begin() + static_cast<std::ptrdiff_t>(prefix));
+  std::string verb;
+  if (parts[0] == "watch" || parts[0] == "proxy") {  // the deprecated /watch/... and /proxy/...
+    if (parts.size() < 2) return lower;
+    verb = parts[0];
+    parts.erase(parts.begin());
+  } else if (lower == "post") {
+    verb = "create";
+  } else if (lower == "get" || lower == "head") {
+    verb = "get";
+  } else if (lower == "put") {
+    verb = "update";
+  } else if (lower == "patch" || lower == "delete") {
+    verb = lower;
+  } else {
+    return lower;
+  }
+  // namespaces/<ns>/<resource>/...: the resource follows, unless it is the namespace's own
+  // subresource (status, finalize).
+  if (parts[0] == "namespaces" && parts.size() > 2 && parts[2] != "status" &&
+      parts[2] != "finalize") {
+    parts.erase(parts.begin(), parts.begin() + 2);
+  }
+  const bool named = parts.size() >= 2;
+  if (!named && verb == "get") return watch_requested(target) ? "watch" : "list";
+  if (!named && verb == "delete") return "deletecollection";
+  return verb;
+}
 
 std::string_view content_type(PatchType type) {
   switch (type) {
@@ -167,6 +231,8 @@ HttpRequest Client::make_request(const std::string& method, std::string target, 
 }
 
 HttpResponse Client::send(HttpRequest request) {
+  const std::string verb =
+      options_.on_response ? request_verb(request.method, request.target) : std::string();
   HttpResponse response;
   std::exception_ptr transport_error;
   auto attempt = [&] {
@@ -176,6 +242,7 @@ HttpResponse Client::send(HttpRequest request) {
     transport_error = nullptr;
     try {
       response = transport_->round_trip(request);
+      if (options_.on_response) options_.on_response(verb, response.status);
       outcome.http_status = response.status;
       outcome.ok = is_success(response.status);
       if (!outcome.ok) {
@@ -184,6 +251,7 @@ HttpResponse Client::send(HttpRequest request) {
                 .retry_after_seconds();
       }
     } catch (const TransportError& error) {
+      if (options_.on_response) options_.on_response(verb, 0);
       transport_error = std::current_exception();
       outcome.timed_out = error.timed_out();
       outcome.connection_error = !error.timed_out() && !error.permanent();
@@ -485,9 +553,19 @@ WatchResult Client::watch(const ResourceInfo& info, const std::string& ns, ListO
   };
 
   bucket_.acquire();
-  const HttpResponse response = transport_->stream(request, on_data, stop);
+  const std::string verb =
+      options_.on_response ? request_verb(request.method, request.target) : std::string();
+  HttpResponse response;
+  try {
+    response = transport_->stream(request, on_data, stop);
+  } catch (const TransportError&) {
+    if (options_.on_response) options_.on_response(verb, 0);
+    throw;
+  }
+  const bool answered = response.status != 0 || !stop.stop_requested();
+  if (answered && options_.on_response) options_.on_response(verb, response.status);
   if (handler_error) std::rethrow_exception(handler_error);
-  if (response.status == 0 && stop.stop_requested()) {  // stopped before the server answered
+  if (!answered) {  // stopped before the server answered
     result.end = WatchResult::End::kStopped;
     return result;
   }

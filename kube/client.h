@@ -51,7 +51,17 @@ struct ClientOptions {
   std::uint64_t seed = 0x7e55e1;
   // nullptr: a Logger with component "kube-client", info level, on stderr.
   std::shared_ptr<const Logger> logger;
+  // Told of every answer (each attempt of a retried request, and a watch when its stream ends)
+  // with the request's verb as the API server's authorizer names it (request_verb) and the HTTP
+  // status; code 0 when no answer came or a watch's stream broke (TransportError). Called on
+  // the requesting thread: must be thread-safe and must not throw. Empty: nobody is told.
+  std::function<void(std::string_view verb, int code)> on_response;
 };
+
+// The Kubernetes verb of a request, as kube-apiserver's RequestInfo resolves it from the method
+// and the target: get, list, watch, create, update, patch, delete, deletecollection; for paths
+// outside a resource (discovery, /version) the lower-case method.
+std::string request_verb(std::string_view method, std::string_view target);
 
 // The query options of writes. Empty strings are left out.
 struct WriteOptions {
