@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "noderuntime/stage/stage_credentials.h"
 #include "tessel/v1alpha1/progress.grpc.pb.h"
 
 namespace tessel::stage {
@@ -15,14 +16,16 @@ constexpr milliseconds kFirstBackoff{100};
 constexpr milliseconds kLastBackoff{5000};
 constexpr milliseconds kStopGrace{2000};
 
-std::shared_ptr<grpc::Channel> progress_channel(const std::string& address) {
+std::shared_ptr<grpc::Channel> progress_channel(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
   grpc::ChannelArguments args;
   // The launcher may start after its processes try to connect, and restart: reconnect fast
   // instead of gRPC's default of up to two minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstBackoff.count()));
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstBackoff.count()));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kLastBackoff.count()));
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(
+      address, credentials ? std::move(credentials) : grpc::InsecureChannelCredentials(), args);
 }
 
 }  // namespace
@@ -33,9 +36,12 @@ struct GrpcProgressReporter::Stream {
   bool reader_done = false;  // the server's side ended: the stream is over
 };
 
-GrpcProgressReporter::GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address)
+GrpcProgressReporter::GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address,
+                                           std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                           std::string token)
     : ProgressReporter(std::move(tasklet)),
-      channel_(progress_channel(address)),
+      channel_(progress_channel(address, std::move(credentials))),
+      token_(std::move(token)),
       sender_([this] { run(); }) {}
 
 GrpcProgressReporter::~GrpcProgressReporter() {
@@ -103,6 +109,7 @@ bool GrpcProgressReporter::stream_once() {
     if (abandon_) return false;
     stream_ = stream;
   }
+  if (!token_.empty()) stream->context.AddMetadata("authorization", "Bearer " + token_);
   auto call = stub->Report(&stream->context);
   bool acknowledged_any = false;
   std::thread reader([&] {
@@ -153,6 +160,20 @@ bool GrpcProgressReporter::stream_once() {
   reader.join();
   const grpc::Status status = call->Finish();
   return (!broken && status.ok()) || acknowledged_any;
+}
+
+std::unique_ptr<ProgressReporter> progress_reporter_for(const JobSpec& job, pb::Tasklet tasklet,
+                                                        std::ostream& out) {
+  if (job.progress_address.empty()) {
+    return std::make_unique<JsonLinesReporter>(std::move(tasklet), out);
+  }
+  std::string token;
+  if (!job.progress_token_file.empty()) {
+    token = read_token_file(job.progress_token_file, "progress.token_file");
+  }
+  return std::make_unique<GrpcProgressReporter>(
+      std::move(tasklet), job.progress_address,
+      channel_credentials(job.progress_ca_file, "progress.ca_file"), std::move(token));
 }
 
 }  // namespace tessel::stage

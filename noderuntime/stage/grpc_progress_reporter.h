@@ -3,6 +3,8 @@
 // writes every event not yet acknowledged, and when the stream breaks (the server restarted,
 // the network dropped) opens a new one after a backoff (0.1 s doubling to 5 s) and sends
 // again from the first unacknowledged event. Training never waits for the server.
+// To the operator's stage service the channel is TLS and every stream carries the job's token
+// as `authorization: Bearer <token>` metadata; to the launcher's loopback server, neither.
 #pragma once
 
 #include <chrono>
@@ -13,18 +15,22 @@
 #include <string>
 #include <thread>
 
+#include "noderuntime/stage/job_spec.h"
 #include "noderuntime/stage/progress_reporter.h"
 
 namespace grpc {
 class Channel;
-}
+class ChannelCredentials;
+}  // namespace grpc
 
 namespace tessel::stage {
 
 class GrpcProgressReporter : public ProgressReporter {
  public:
-  // address: "host:port".
-  GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address);
+  // address: "host:port"; credentials: nullptr for an insecure channel; token: empty for none.
+  GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address,
+                       std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
+                       std::string token = "");
   // Stops the sender after a last flush of at most the destructor's grace (2 s).
   ~GrpcProgressReporter() override;
 
@@ -42,6 +48,7 @@ class GrpcProgressReporter : public ProgressReporter {
   void acknowledged(uint64_t sequence);
 
   const std::shared_ptr<grpc::Channel> channel_;
+  const std::string token_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<pb::StageEvent> unacknowledged_;  // in sequence order
@@ -51,5 +58,11 @@ class GrpcProgressReporter : public ProgressReporter {
   std::shared_ptr<Stream> stream_;  // the stream in flight
   std::thread sender_;
 };
+
+// The reporter job.json asks for: over gRPC to progress.address (with its token_file and
+// ca_file), or JSON lines on `out` without one. Throws ConfigError naming the field when a
+// token or CA file cannot be used.
+std::unique_ptr<ProgressReporter> progress_reporter_for(const JobSpec& job, pb::Tasklet tasklet,
+                                                        std::ostream& out);
 
 }  // namespace tessel::stage

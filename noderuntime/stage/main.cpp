@@ -152,11 +152,11 @@ int main(int argc, char** argv) {
   const uint64_t incarnation = uint64_t{entropy()} << 32 | entropy();
   tessel::stage::pb::Tasklet tasklet = tessel::stage::tasklet_of(job, rank, incarnation);
   std::unique_ptr<tessel::stage::ProgressReporter> progress;
-  if (job.progress_address.empty()) {
-    progress = std::make_unique<tessel::stage::JsonLinesReporter>(std::move(tasklet), std::cout);
-  } else {
-    progress = std::make_unique<tessel::stage::GrpcProgressReporter>(std::move(tasklet),
-                                                                     job.progress_address);
+  try {
+    progress = tessel::stage::progress_reporter_for(job, std::move(tasklet), std::cout);
+  } catch (const std::exception& e) {  // its token or CA file
+    std::cerr << "tessel-stage: " << e.what() << '\n';
+    return 2;
   }
   int status = 1;
   try {

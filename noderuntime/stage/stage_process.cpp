@@ -1,12 +1,8 @@
 #include "noderuntime/stage/stage_process.h"
 
-#include <grpcpp/grpcpp.h>
-
-#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,33 +10,13 @@
 #include "kernels/cpu/threading.h"
 #include "noderuntime/stage/checkpoint.h"
 #include "noderuntime/stage/rendezvous_session.h"
+#include "noderuntime/stage/stage_credentials.h"
 #include "noderuntime/stage/stage_runtime.h"
 #include "noderuntime/transport/tcp_communicator.h"
 #include "proto/rendezvous/rendezvous_client.h"
 
 namespace tessel::stage {
 namespace {
-
-constexpr size_t kMaxTokenBytes = 4096;
-
-// The job's token, from its file (a final newline dropped). Throws ConfigError naming the file.
-std::string read_token(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ConfigError("rendezvous.token_file: " + path + ": cannot read: " + std::strerror(errno));
-  }
-  std::string token(kMaxTokenBytes + 2, '\0');
-  in.read(token.data(), std::streamsize(token.size()));
-  token.resize(static_cast<size_t>(in.gcount()));
-  if (!token.empty() && token.back() == '\n') token.pop_back();
-  if (token.size() < rendezvous::kMinTokenBytes || token.size() > kMaxTokenBytes) {
-    throw ConfigError("rendezvous.token_file: " + path + ": a token has " +
-                      std::to_string(rendezvous::kMinTokenBytes) + " to " +
-                      std::to_string(kMaxTokenBytes) + " bytes, this file " +
-                      std::to_string(token.size()));
-  }
-  return token;
-}
 
 // The peer table from the Rendezvous service: this rank joins with the address it listens at;
 // `session` keeps the client for what the ranks agree on later.
@@ -64,9 +40,9 @@ std::vector<transport::PeerAddress> joined_peers(const JobSpec& job, int rank,
   identity.replica = tasklet.replica();
   identity.incarnation = tasklet.incarnation();
   identity.world_size = job.layout.world_size();
-  identity.token = read_token(spec.token_file);
+  identity.token = read_token_file(spec.token_file, "rendezvous.token_file");
   session.client = std::make_shared<rendezvous::RendezvousClient>(
-      spec.address, grpc::InsecureChannelCredentials(), identity);
+      spec.address, channel_credentials(spec.ca_file, "rendezvous.ca_file"), identity);
   const rendezvous::JoinedTable table =
       session.client->join(host + ":" + std::to_string(port), job.connect_timeout);
   session.generation = table.generation;

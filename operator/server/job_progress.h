@@ -1,0 +1,79 @@
+// One TrainingJob's progress as its stage processes report it (proto/tessel/v1alpha1/
+// progress.proto), folded into what the job's status shows.
+//
+// Semantics, per rank (the rank's current process; a process of a new incarnation replaces the
+// rank's earlier one, whose later events are ignored):
+// - step: the highest step EVERY rank of the job has completed (the least of the ranks' newest
+//   steps; -1 until every rank has reported one). A step is done only when all ranks are past
+//   it, and a restarted run that resumed from a checkpoint counts from there again.
+// - loss: that step's loss (the mean over the global batch, the same on every rank).
+// - tokens_per_s: the least among the ranks' newest reports (the slowest rank sets the pace).
+// - last_checkpoint_step: the highest step every rank holds a checkpoint of (a rank's checkpoint
+//   or the step it resumed from; -1 until every rank has one): what a restart resumes from.
+// - started, done, stopped: how many ranks' current processes said so.
+// - failures: one line per rank whose current process failed, in rank order.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tessel/v1alpha1/progress.pb.h"
+
+namespace tessel::server {
+
+// A failure message is cut to this many bytes: it lands in the TrainingJob's status.
+inline constexpr size_t kMaxFailureMessageBytes = 1024;
+// Processes of one rank remembered as replaced (their late events ignored).
+inline constexpr size_t kMaxRetiredIncarnations = 8;
+
+struct JobProgress {
+  int world_size = 0;
+  int started = 0, done = 0, stopped = 0;
+  int64_t step = -1;
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  double tokens_per_s = 0;
+  int64_t total_steps = 0;
+  int64_t last_checkpoint_step = -1;
+  std::vector<std::string> failures;              // "rank 3 (stage 1 replica 1): <message>"
+  std::chrono::system_clock::time_point updated;  // of the last event that changed anything
+};
+
+class JobProgressFold {
+ public:
+  explicit JobProgressFold(int world_size);
+
+  // Folds one event of rank event.tasklet().rank(), which the caller has checked is in
+  // [0, world_size). Returns whether the progress changed.
+  bool add(const tessel::v1alpha1::StageEvent& event);
+  const JobProgress& progress() const { return progress_; }
+
+ private:
+  struct Rank {
+    uint64_t incarnation = 0;
+    bool known = false;  // some process of this rank has reported
+    std::vector<uint64_t> retired;
+    bool started = false, done = false, stopped = false;
+    int64_t step = -1;
+    double loss = std::numeric_limits<double>::quiet_NaN();  // of `step`; NaN: not reported
+    double tokens_per_s = 0;
+    int64_t checkpoint_step = -1;
+    std::string failure;  // empty: none
+    int stage = -1, replica = -1;
+  };
+
+  // The rank's state for this event's process; nullptr when the process was replaced.
+  Rank* current(const tessel::v1alpha1::Tasklet& tasklet);
+  // The rank is past `step` without a loss reported for it (resumed, or stopped).
+  static void passed(Rank& rank, int64_t step);
+  // Recomputes the job's figures from the ranks' (the ranks are few, events per step per rank).
+  JobProgress summary() const;
+
+  std::vector<Rank> ranks_;
+  int64_t total_steps_ = 0;
+  JobProgress progress_;
+};
+
+}  // namespace tessel::server
