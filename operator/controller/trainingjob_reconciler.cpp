@@ -1,0 +1,741 @@
+#include "operator/controller/trainingjob_reconciler.h"
+
+#include <sys/random.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <iomanip>
+#include <sstream>
+
+#include "api/manifest_error.h"
+#include "api/stage_job_file.h"
+#include "kube/api_error.h"
+#include "kube/base64.h"
+#include "kube/object.h"
+#include "operator/controller/conditions.h"
+#include "operator/controller/gang.h"
+#include "operator/controller/labels.h"
+#include "operator/controller/pod_builder.h"
+#include "placement/topology.h"
+
+namespace tessel::controller {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::system_clock;
+
+const kube::ResourceInfo& resource(const std::string& kind) {
+  for (const kube::ResourceInfo& info : kube::builtin_resources()) {
+    if (info.gvr.group.empty() && info.kind == kind) return info;
+  }
+  throw std::logic_error("no core resource " + kind);
+}
+
+std::string job_key(const json& job) { return kube::object_key(job); }
+
+std::string random_token() {
+  unsigned char bytes[32];
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0) throw std::runtime_error("getrandom failed for a job token");
+    got += static_cast<size_t>(n);
+  }
+  std::ostringstream out;
+  for (unsigned char b : bytes) out << std::hex << std::setw(2) << std::setfill('0') << int(b);
+  return out.str();
+}
+
+// metadata.creationTimestamp ("2026-11-26T05:00:00Z"); nullopt when absent or malformed.
+std::optional<Clock::time_point> parse_timestamp(const json& object) {
+  const json* t = object.contains("metadata") ? &object["metadata"] : nullptr;
+  if (!t || !t->contains("creationTimestamp") || !(*t)["creationTimestamp"].is_string()) {
+    return std::nullopt;
+  }
+  std::tm tm{};
+  std::istringstream in((*t)["creationTimestamp"].get<std::string>());
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  if (in.fail()) return std::nullopt;
+  return Clock::from_time_t(timegm(&tm));
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator,
+                 size_t limit = 8) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < limit; ++i) {
+    out += (i ? separator : "") + items[i];
+  }
+  if (items.size() > limit)
+    out += separator + "and " + std::to_string(items.size() - limit) + " more";
+  return out;
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << std::setprecision(3) << s << " s";
+  return out.str();
+}
+
+// The token of the job's hub Secret; throws naming the Secret when it holds none.
+std::string secret_token(const json& secret) {
+  const json data = secret.value("data", json::object());
+  std::optional<std::string> token;
+  if (data.contains("token") && data["token"].is_string()) {
+    token = kube::base64_decode(data["token"].get<std::string>());
+  }
+  if (!token || token->size() < 16) {
+    throw std::runtime_error("Secret " + kube::object_namespace(secret) + "/" +
+                             kube::object_name(secret) +
+                             ": data.token is missing or shorter than 16 bytes (delete the "
+                             "Secret and the operator makes a new token)");
+  }
+  return *token;
+}
+
+int64_t restarts_of(const json& status) {
+  return status.contains("restarts") && status["restarts"].is_number_integer()
+             ? status["restarts"].get<int64_t>()
+             : 0;
+}
+
+std::string phase_of(const json& status) {
+  return status.contains("phase") && status["phase"].is_string()
+             ? status["phase"].get<std::string>()
+             : "";
+}
+
+}  // namespace
+
+TrainingJobReconciler::TrainingJobReconciler(kube::Client& hub, kube::ResourceInfo jobs_resource,
+                                             const kube::ObjectStore& jobs, MemberRegistry& members,
+                                             StageChannel& stages, kube::EventRecorder& events,
+                                             TrainingJobReconcilerOptions options)
+    : hub_(hub),
+      jobs_resource_(std::move(jobs_resource)),
+      jobs_(jobs),
+      members_(members),
+      stages_(stages),
+      events_(events),
+      options_(std::move(options)),
+      logger_(options_.logger ? options_.logger
+                              : std::make_shared<const kube::Logger>("trainingjob-controller")) {}
+
+Clock::time_point TrainingJobReconciler::now() const {
+  return options_.now ? options_.now() : Clock::now();
+}
+
+std::string TrainingJobReconciler::now_text() const { return kube::format_rfc3339(now()); }
+
+void TrainingJobReconciler::record(const json& job, kube::EventType type, const std::string& reason,
+                                   const std::string& message) {
+  events_.record(job, type, reason, message);
+}
+
+std::vector<std::string> TrainingJobReconciler::waiting_jobs() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> keys;
+  for (const auto& [key, waiting] : waiting_) {
+    if (waiting) keys.push_back(key);
+  }
+  return keys;
+}
+
+kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
+  const kube::ObjectSnapshot snapshot = jobs_.get(key);
+  if (!snapshot) {
+    stages_.unregister_job(key);
+    if (options_.on_progress) options_.on_progress(key, nullptr);
+    std::lock_guard lock(mutex_);
+    waiting_.erase(key);
+    progress_written_.erase(key);
+    return {};
+  }
+  const json& object = *snapshot;
+  const json spec = object.value("spec", json::object());
+  if (spec.value("managedBy", std::string(kOperatorManager)) != kOperatorManager) return {};
+  if (kube::is_being_deleted(object)) return finalize(object);
+  if (!kube::has_finalizer(object, kCleanupFinalizer)) {
+    json updated = object;
+    kube::add_finalizer(updated, kCleanupFinalizer);
+    hub_.update(jobs_resource_, updated);  // a 409 throws: the queue retries with fresh state
+    return {};                             // the update brings the job back through the informer
+  }
+
+  json status = object.value("status", json::object());
+  const int64_t generation = kube::object_generation(object);
+  json& conditions = status["conditions"];
+  api::TrainingJob job;
+  try {
+    job = api::parse_trainingjob(object, "TrainingJob " + key);
+  } catch (const api::ManifestError& e) {
+    set_condition(conditions, {"Valid", "False", "InvalidSpec", e.what()}, generation, now_text());
+    if (phase_of(status).empty()) status["phase"] = "Pending";
+    status["observedGeneration"] = generation;
+    return write_status(object, std::move(status), {});
+  }
+  set_condition(conditions, {"Valid", "True", "Valid", "The spec is valid."}, generation,
+                now_text());
+  status["observedGeneration"] = generation;
+
+  const std::string uid = kube::object_uid(object);
+  const std::string phase = phase_of(status);
+  if (phase == "Succeeded" || phase == "Failed") {
+    stages_.unregister_job(key);
+    return write_status(object, std::move(status), {});
+  }
+
+  const auto pods = pods_of(uid);
+  size_t pod_count = 0;
+  for (const auto& [cluster, list] : pods) pod_count += list.size();
+
+  if (job.spec.suspend) {
+    {
+      std::lock_guard lock(mutex_);
+      waiting_.erase(key);
+    }
+    status["phase"] = "Suspended";
+    set_condition(conditions, {"Running", "False", "Suspended", "The job is suspended."},
+                  generation, now_text());
+    if (pod_count > 0) {
+      delete_remote_objects(object, /*pods_only=*/true);
+      set_condition(conditions,
+                    {"Suspended", "True", "Suspending",
+                     "Stopping " + std::to_string(pod_count) +
+                         " stage pods; each checkpoints before it exits."},
+                    generation, now_text());
+      return write_status(object, std::move(status),
+                          {.requeue_after = std::chrono::milliseconds(2000)});
+    }
+    stages_.unregister_job(key);
+    std::string message = "The stage pods are stopped";
+    if (status.contains("progress") && status["progress"].contains("lastCheckpointStep")) {
+      message += "; training resumes from the checkpoint of step " +
+                 status["progress"]["lastCheckpointStep"].dump();
+    }
+    if (!condition_is_true(conditions, "Suspended")) {
+      record(object, kube::EventType::kNormal, "Suspended", message + ".");
+    }
+    set_condition(conditions, {"Suspended", "True", "Suspended", message + "."}, generation,
+                  now_text());
+    return write_status(object, std::move(status), {});
+  }
+  if (find_condition(conditions, "Suspended")) {
+    set_condition(conditions, {"Suspended", "False", "Resumed", "The job is not suspended."},
+                  generation, now_text());
+  }
+
+  if (pod_count == 0) {
+    if (phase == "Starting" || phase == "Running") {
+      // The pods went away under the job (deleted by someone, or their nodes lost).
+      return fail_attempt(job, status, "its stage pods are gone");
+    }
+    // Back off after a failed attempt.
+    if (const json* c = find_condition(conditions, "Running");
+        c && c->value("reason", "") == "Restarting") {
+      const std::optional<Clock::time_point> since = [&]() -> std::optional<Clock::time_point> {
+        json probe = {{"metadata", {{"creationTimestamp", c->value("lastTransitionTime", "")}}}};
+        return parse_timestamp(probe);
+      }();
+      const auto ready_at =
+          since.value_or(now()) + std::chrono::seconds(job.spec.failure_policy.backoff_seconds);
+      if (now() < ready_at) {
+        return write_status(
+            object, std::move(status),
+            {.requeue_after = std::chrono::duration_cast<kube::Clock::duration>(ready_at - now()) +
+                              std::chrono::milliseconds(100)});
+      }
+    }
+    return start(job, status);
+  }
+
+  // Pods exist: follow the gang of the current attempt.
+  const std::vector<TaskletPlace> tasklets =
+      tasklets_from_status(status.value("placement", json::object()), job);
+  if (tasklets.empty()) {
+    // Pods without a placement to judge them by (status lost or edited): start over.
+    delete_remote_objects(object, /*pods_only=*/true);
+    return write_status(object, std::move(status),
+                        {.requeue_after = std::chrono::milliseconds(1000)});
+  }
+  const int64_t attempt = restarts_of(status);
+  const GangState gang = observe_gang(tasklets, job.name, pods, attempt);
+  stages_.register_job(key, api::stage_job_id(uid), static_cast<int>(tasklets.size()),
+                       token_for(object));
+  const std::optional<StageProgressView> progress = stages_.progress(key);
+  if (options_.on_progress) options_.on_progress(key, progress ? &*progress : nullptr);
+  const double tokens_per_step = double(job.spec.global_batch) * job.spec.model.seq_len;
+
+  if (gang.all_succeeded()) {
+    status["phase"] = "Succeeded";
+    status["completionTime"] = now_text();
+    if (progress) {
+      status["progress"] =
+          progress_status(*progress, job.spec.training.steps, tokens_per_step, now_text());
+    }
+    set_condition(conditions, {"Running", "False", "Succeeded", "Training finished."}, generation,
+                  now_text());
+    set_condition(conditions,
+                  {"Succeeded", "True", "Succeeded",
+                   "All " + std::to_string(gang.expected) + " stage pods finished " +
+                       std::to_string(job.spec.training.steps) + " steps."},
+                  generation, now_text());
+    record(object, kube::EventType::kNormal, "Succeeded",
+           "Trained " + std::to_string(job.spec.training.steps) + " steps" +
+               (progress && std::isfinite(progress->loss)
+                    ? "; final loss " + std::to_string(progress->loss)
+                    : std::string()) +
+               ".");
+    stages_.unregister_job(key);
+    return write_status(object, std::move(status), {});
+  }
+  if (gang.failed) return fail_attempt(job, status, *gang.failed);
+  if (progress && !progress->failures.empty()) {
+    return fail_attempt(job, status, progress->failures.front());
+  }
+
+  if (!gang.all_running()) {
+    std::optional<Clock::time_point> created;
+    for (const auto& [cluster, list] : pods) {
+      for (const json& pod : list) {
+        const auto t = parse_timestamp(pod);
+        if (t && (!created || *t < *created)) created = t;
+      }
+    }
+    const auto deadline = created.value_or(now()) +
+                          std::chrono::seconds(job.spec.failure_policy.start_timeout_seconds);
+    if (now() >= deadline) {
+      return fail_attempt(
+          job, status,
+          "not every stage pod was Running within startTimeoutSeconds (" +
+              std::to_string(job.spec.failure_policy.start_timeout_seconds) +
+              " s): " + std::to_string(gang.running) + " of " + std::to_string(gang.expected) +
+              " Running" + (gang.missing.empty() ? "" : "; missing " + join(gang.missing, ", ")));
+    }
+    status["phase"] = "Starting";
+    set_condition(conditions,
+                  {"Ready", "False", "PodsStarting",
+                   std::to_string(gang.running) + " of " + std::to_string(gang.expected) +
+                       " stage pods Running."},
+                  generation, now_text());
+    const auto left = std::chrono::duration_cast<kube::Clock::duration>(deadline - now());
+    return write_status(object, std::move(status),
+                        {.requeue_after = std::min<kube::Clock::duration>(
+                             left + std::chrono::milliseconds(100), std::chrono::seconds(5))});
+  }
+
+  if (phase != "Running") {
+    record(object, kube::EventType::kNormal, "Running",
+           "All " + std::to_string(gang.expected) + " stage pods are Running.");
+  }
+  status["phase"] = "Running";
+  set_condition(conditions,
+                {"Ready", "True", "PodsRunning",
+                 "All " + std::to_string(gang.expected) + " stage pods are Running."},
+                generation, now_text());
+  set_condition(conditions, {"Running", "True", "Training", "The stages are training."}, generation,
+                now_text());
+  if (progress && progress->step >= 0) {
+    const auto steady_now = std::chrono::steady_clock::now();
+    bool due = false;
+    {
+      std::lock_guard lock(mutex_);
+      auto& last = progress_written_[key];
+      if (steady_now - last >= options_.status_interval) {
+        last = steady_now;
+        due = true;
+      }
+    }
+    if (due) {
+      status["progress"] =
+          progress_status(*progress, job.spec.training.steps, tokens_per_step, now_text());
+    } else if (object.contains("status")) {
+      status["progress"] = object["status"].value("progress", json::object());
+    }
+  }
+  return write_status(object, std::move(status),
+                      {.requeue_after = std::chrono::duration_cast<kube::Clock::duration>(
+                           options_.status_interval)});
+}
+
+kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, json& status) {
+  const json& object = job.object;
+  const std::string key = job.namespace_name + "/" + job.name;
+  const int64_t generation = job.generation;
+  json& conditions = status["conditions"];
+  std::unique_lock placing(placing_);
+  std::vector<std::string> notes;
+  std::vector<GpuNode> nodes = candidates(job, notes);
+
+  JobPlacement placed;
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    placed = place_job(job, nodes, &cancel_);
+  } catch (const NotEnoughGpus& e) {
+    if (options_.on_placement) options_.on_placement(false, 0);
+    std::string message = std::string("Waiting for GPUs: ") + e.what();
+    if (!notes.empty()) message += " (" + join(notes, "; ") + ")";
+    message += ".";
+    if (!condition_is_true(conditions, "Placed") &&
+        (find_condition(conditions, "Placed") == nullptr ||
+         find_condition(conditions, "Placed")->value("message", "") != message)) {
+      record(object, kube::EventType::kWarning, "NotPlaced", message);
+    }
+    set_condition(conditions, {"Placed", "False", "NotEnoughGPUs", message}, generation,
+                  now_text());
+    status["phase"] = "Pending";
+    {
+      std::lock_guard lock(mutex_);
+      waiting_[key] = true;
+    }
+    return write_status(object, std::move(status),
+                        {.requeue_after = std::chrono::duration_cast<kube::Clock::duration>(
+                             options_.pending_recheck)});
+  } catch (const std::exception& e) {  // a topology limit or a search option out of range
+    if (options_.on_placement) options_.on_placement(false, 0);
+    set_condition(conditions, {"Placed", "False", "PlacementFailed", e.what()}, generation,
+                  now_text());
+    status["phase"] = "Pending";
+    record(object, kube::EventType::kWarning, "NotPlaced", e.what());
+    return write_status(object, std::move(status), {.requeue = true});
+  }
+  const double placement_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (options_.on_placement) options_.on_placement(true, placement_s);
+  {
+    std::lock_guard lock(mutex_);
+    waiting_.erase(key);
+  }
+
+  // The stage processes' job.json.
+  const std::string uid = kube::object_uid(object);
+  const std::string token = token_for(object);
+  api::StageJobFile file;
+  file.job_id = api::stage_job_id(uid);
+  file.layer_split = placed.layer_split;
+  for (const TaskletPlace& t : placed.tasklets) {
+    file.ranks.push_back({.stage = t.stage,
+                          .replica = t.replica,
+                          .host = "0.0.0.0",
+                          .port = 0,
+                          .island = t.cluster + "/" + t.node});
+  }
+  if (!job.spec.data.text_path.empty()) {
+    file.data_path = job.spec.data.text_path.front() == '/'
+                         ? job.spec.data.text_path
+                         : options_.data_root + "/" + job.spec.data.text_path;
+  }
+  file.checkpoint_dir = job.spec.checkpoint.path.empty() ? "checkpoints" : job.spec.checkpoint.path;
+  file.checkpoint_resume = true;
+  file.checkpoint_shared = false;
+  const api::StageEndpoint endpoint{options_.stage_service_address, kStageTokenPath, kStageCaPath};
+  file.rendezvous = endpoint;
+  file.advertise_env = kPodIpVariable;
+  file.progress = endpoint;
+
+  std::vector<MemberObjects> objects;
+  try {
+    StageObjectsInput input;
+    input.job = &job;
+    input.job_uid = uid;
+    input.hub_id = options_.hub_id;
+    input.tasklets = placed.tasklets;
+    input.job_json = api::stage_job_text(job.spec, file);
+    input.token = token;
+    input.ca_pem = options_.ca_pem;
+    input.default_image = options_.stage_image;
+    input.attempt = restarts_of(status);
+    objects = build_stage_objects(input);
+  } catch (const api::ManifestError& e) {  // spec.template cannot be merged, or job.json refused
+    set_condition(conditions, {"Valid", "False", "InvalidTemplate", e.what()}, generation,
+                  now_text());
+    status["phase"] = "Pending";
+    return write_status(object, std::move(status), {});
+  }
+
+  // All or nothing: on the first refusal, delete what was created and try again later.
+  stages_.register_job(key, file.job_id, static_cast<int>(placed.tasklets.size()), token);
+  for (const MemberObjects& member : objects) {
+    const std::shared_ptr<const MemberView> view = members_.member(member.cluster);
+    std::string failure;
+    try {
+      if (!view) throw std::runtime_error("the member cluster is no longer reachable");
+      kube::Client& client = *view->client;
+      for (const json* o : {&member.secret, &member.config_map}) {
+        try {
+          client.create(resource(o == &member.secret ? "Secret" : "ConfigMap"), job.namespace_name,
+                        *o);
+        } catch (const kube::ApiError& e) {
+          if (e.code() != 409) throw;  // left by an earlier attempt: replace its content
+          client.update(resource(o == &member.secret ? "Secret" : "ConfigMap"), [&] {
+            json fresh = *o;
+            const json current = client.get(resource(o == &member.secret ? "Secret" : "ConfigMap"),
+                                            job.namespace_name, kube::object_name(*o));
+            fresh["metadata"]["resourceVersion"] = kube::object_resource_version(current);
+            return fresh;
+          }());
+        }
+      }
+      for (const json& pod : member.pods) client.create(resource("Pod"), job.namespace_name, pod);
+      remember_assumed(member.cluster, member.pods);
+    } catch (const std::exception& e) {
+      failure = member.cluster + ": " + e.what();
+    }
+    if (!failure.empty()) {
+      delete_remote_objects(object, /*pods_only=*/false);
+      stages_.unregister_job(key);
+      const std::string message = "Could not create the stage objects in member " + failure;
+      set_condition(conditions, {"Placed", "False", "CreateFailed", message}, generation,
+                    now_text());
+      status["phase"] = "Pending";
+      record(object, kube::EventType::kWarning, "CreateFailed", message);
+      return write_status(object, std::move(status), {.requeue = true});
+    }
+  }
+
+  status["placement"] = placement_status(placed, job);
+  status["phase"] = "Starting";
+  if (!status.contains("startTime")) status["startTime"] = now_text();
+  std::string summary =
+      std::to_string(job.spec.parallelism.stages) + " stages x " +
+      std::to_string(job.spec.parallelism.replicas) + " replicas on " +
+      status["placement"]["clusters"].get<std::string>() + ": predicted iteration " +
+      seconds_text(placed.placement.predicted_iteration_s) + ", cost " +
+      seconds_text(placed.placement.cost.total_s) + " (data-parallel " +
+      seconds_text(placed.placement.cost.data_parallel_s) + ", pipeline " +
+      seconds_text(placed.placement.cost.pipeline_s) + "); " +
+      std::to_string(placed.topology.measured_pairs) + " node pairs measured, " +
+      std::to_string(placed.topology.estimated_pairs) +
+      " estimated from regions and zones; placed in " + seconds_text(placement_s) + ".";
+  set_condition(conditions, {"Placed", "True", "Placed", summary}, generation, now_text());
+  if (placed.topology.estimated_pairs > 0) {
+    set_condition(
+        conditions,
+        {"LinksMeasured", "False", "LinksEstimated",
+         std::to_string(placed.topology.estimated_pairs) + " of " +
+             std::to_string(placed.topology.estimated_pairs + placed.topology.measured_pairs) +
+             " node pairs have no prober measurement; their links were estimated "
+             "from topology.kubernetes.io region and zone labels" +
+             (placed.topology.notes.empty() ? "" : " (" + join(placed.topology.notes, "; ") + ")") +
+             "."},
+        generation, now_text());
+  } else {
+    set_condition(conditions,
+                  {"LinksMeasured", "True", "LinksMeasured",
+                   "Every node pair of the placement was measured by the prober."},
+                  generation, now_text());
+  }
+  set_condition(conditions, {"Ready", "False", "PodsCreated", "The stage pods were created."},
+                generation, now_text());
+  record(object, kube::EventType::kNormal, "Placed", summary);
+  size_t created = 0;
+  for (const MemberObjects& member : objects) created += member.pods.size();
+  record(object, kube::EventType::kNormal, "PodsCreated",
+         "Created " + std::to_string(created) + " stage pods in " + std::to_string(objects.size()) +
+             " member cluster(s).");
+  return write_status(object, std::move(status),
+                      {.requeue_after = std::chrono::milliseconds(2000)});
+}
+
+kube::ReconcileResult TrainingJobReconciler::fail_attempt(const api::TrainingJob& job, json& status,
+                                                          const std::string& why) {
+  const json& object = job.object;
+  const int64_t generation = job.generation;
+  json& conditions = status["conditions"];
+  const int remaining = delete_remote_objects(object, /*pods_only=*/true);
+  const int64_t restarts = restarts_of(status);
+  if (restarts >= job.spec.failure_policy.max_restarts) {
+    status["phase"] = "Failed";
+    status["completionTime"] = now_text();
+    const std::string message = "Failed after " + std::to_string(restarts) +
+                                " restart(s) (failurePolicy.maxRestarts " +
+                                std::to_string(job.spec.failure_policy.max_restarts) + "): " + why;
+    set_condition(conditions, {"Running", "False", "Failed", message}, generation, now_text());
+    set_condition(conditions, {"Failed", "True", "BackoffLimitExceeded", message}, generation,
+                  now_text());
+    record(object, kube::EventType::kWarning, "Failed", message);
+    stages_.unregister_job(job.namespace_name + "/" + job.name);
+    return write_status(object, std::move(status), {});
+  }
+  status["restarts"] = restarts + 1;
+  status["phase"] = "Pending";
+  const std::string message = "Restarting (" + std::to_string(restarts + 1) + " of " +
+                              std::to_string(job.spec.failure_policy.max_restarts) + ") after " +
+                              std::to_string(job.spec.failure_policy.backoff_seconds) +
+                              " s, from the last checkpoint: " + why;
+  set_condition(conditions, {"Running", "False", "Restarting", message}, generation, now_text());
+  set_condition(conditions, {"Ready", "False", "Restarting", message}, generation, now_text());
+  record(object, kube::EventType::kWarning, "Restarting", message);
+  return write_status(
+      object, std::move(status),
+      {.requeue_after = std::chrono::seconds(remaining > 0 ? 1 : 0) +
+                        std::chrono::seconds(job.spec.failure_policy.backoff_seconds)});
+}
+
+kube::ReconcileResult TrainingJobReconciler::finalize(const json& job) {
+  const std::string key = job_key(job);
+  stages_.unregister_job(key);
+  if (kube::has_finalizer(job, kCleanupFinalizer)) {
+    const int remaining = delete_remote_objects(job, /*pods_only=*/false);
+    if (remaining > 0) return {.requeue_after = std::chrono::milliseconds(1000)};
+    json updated = job;
+    kube::remove_finalizer(updated, kCleanupFinalizer);
+    try {
+      hub_.update(jobs_resource_, updated);
+    } catch (const kube::ApiError& e) {
+      if (e.code() != 404) throw;
+    }
+  }
+  std::lock_guard lock(mutex_);
+  tokens_.erase(kube::object_uid(job));
+  waiting_.erase(key);
+  progress_written_.erase(key);
+  return {};
+}
+
+kube::ReconcileResult TrainingJobReconciler::write_status(const json& job, json status,
+                                                          kube::ReconcileResult then) {
+  if (job.value("status", json::object()) == status) return then;
+  json updated = job;
+  updated["status"] = std::move(status);
+  try {
+    hub_.update_status(jobs_resource_, updated);
+  } catch (const kube::ApiError& e) {
+    if (e.code() == 404) return {};
+    if (e.code() == 409) return {.requeue = true};  // a newer job is on its way to the cache
+    throw;
+  }
+  return then;
+}
+
+std::vector<GpuNode> TrainingJobReconciler::candidates(const api::TrainingJob& job,
+                                                       std::vector<std::string>& notes) {
+  std::vector<GpuNode> out;
+  const std::string uid = kube::object_uid(job.object);
+  std::map<std::string, std::vector<json>> assumed;
+  {
+    std::lock_guard lock(mutex_);
+    assumed = assumed_;
+  }
+  for (const std::shared_ptr<const MemberView>& member : members_.members()) {
+    if (!member->synced || member->suspended) continue;
+    if (!job.spec.placement.cluster_selector.matches(member->labels)) continue;
+    std::vector<json> pods = member->pods();
+    // Assumed pods the cache has not shown yet still hold their GPUs.
+    std::vector<json>& mine = assumed[member->name];
+    std::erase_if(mine, [&](const json& a) {
+      return std::any_of(pods.begin(), pods.end(), [&](const json& p) {
+        return kube::object_namespace(p) == kube::object_namespace(a) &&
+               kube::object_name(p) == kube::object_name(a) &&
+               kube::get_label(p, kJobUidLabel) == kube::get_label(a, kJobUidLabel);
+      });
+    });
+    pods.insert(pods.end(), mine.begin(), mine.end());
+    Candidates c = candidate_nodes(member->name, member->region, member->nodes(), pods,
+                                   job.spec.placement.gpu_selector, uid);
+    for (GpuNode& node : c.nodes) out.push_back(std::move(node));
+    for (const ExcludedNode& e : c.excluded)
+      notes.push_back(e.cluster + "/" + e.name + ": " + e.reason);
+  }
+  {
+    std::lock_guard lock(mutex_);
+    assumed_ = std::move(assumed);
+  }
+  return out;
+}
+
+void TrainingJobReconciler::remember_assumed(const std::string& cluster,
+                                             const std::vector<json>& pods) {
+  std::lock_guard lock(mutex_);
+  auto& list = assumed_[cluster];
+  list.insert(list.end(), pods.begin(), pods.end());
+}
+
+std::map<std::string, std::vector<json>> TrainingJobReconciler::pods_of(
+    const std::string& uid) const {
+  std::map<std::string, std::vector<json>> out;
+  for (const std::shared_ptr<const MemberView>& member : members_.members()) {
+    for (json& pod : member->pods()) {
+      if (kube::get_label(pod, kJobUidLabel) == uid &&
+          kube::get_label(pod, kHubLabel) == options_.hub_id) {
+        out[member->name].push_back(std::move(pod));
+      }
+    }
+  }
+  return out;
+}
+
+int TrainingJobReconciler::delete_remote_objects(const json& job, bool pods_only) {
+  const std::string uid = kube::object_uid(job);
+  const std::string ns = kube::object_namespace(job);
+  kube::ListOptions list;
+  list.label_selector = remote_selector(options_.hub_id, uid);
+  int remaining = 0;
+  std::vector<std::string> kinds = {"Pod"};
+  if (!pods_only) kinds.insert(kinds.end(), {"ConfigMap", "Secret"});
+  for (const std::shared_ptr<const MemberView>& member : members_.members()) {
+    for (const std::string& kind : kinds) {
+      try {
+        for (const json& o : member->client->list_all(resource(kind), ns, list).items) {
+          ++remaining;
+          if (kube::is_being_deleted(o)) continue;
+          try {
+            member->client->remove(resource(kind), ns, kube::object_name(o));
+          } catch (const kube::ApiError& e) {
+            if (e.code() != 404) throw;
+            --remaining;
+          }
+        }
+      } catch (const std::exception& e) {
+        ++remaining;  // an unreachable member keeps the finalizer until it answers
+        logger_->warning("could not delete a job's objects in a member cluster",
+                         {{"job", ns + "/" + kube::object_name(job)},
+                          {"member", member->name},
+                          {"error", e.what()}});
+      }
+    }
+  }
+  return remaining;
+}
+
+std::string TrainingJobReconciler::token_for(const json& job) {
+  const std::string uid = kube::object_uid(job);
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = tokens_.find(uid); it != tokens_.end()) return it->second;
+  }
+  // The token lives in a hub Secret the job owns, so an operator that restarts finds it (and
+  // garbage collection deletes it with the job).
+  const std::string ns = kube::object_namespace(job);
+  // Not stage_object_name(): the hub may be a member too, where that name is the member Secret.
+  const std::string name = kube::object_name(job) + "-stage-token";
+  std::string token;
+  try {
+    const json secret = hub_.get(resource("Secret"), ns, name);
+    token = secret_token(secret);
+  } catch (const kube::ApiError& e) {
+    if (e.code() != 404) throw;
+    token = random_token();
+    json secret = {{"apiVersion", "v1"},
+                   {"kind", "Secret"},
+                   {"metadata",
+                    {{"name", name},
+                     {"namespace", ns},
+                     {"labels", {{kJobNameLabel, kube::object_name(job)}, {kJobUidLabel, uid}}}}},
+                   {"type", "Opaque"},
+                   {"stringData", {{"token", token}}}};
+    kube::set_controller_reference(secret, job);
+    try {
+      hub_.create(resource("Secret"), ns, secret);
+    } catch (const kube::ApiError& e2) {
+      if (e2.code() != 409) throw;
+      const json existing = hub_.get(resource("Secret"), ns, name);  // made by a predecessor
+      token = secret_token(existing);
+    }
+  }
+  std::lock_guard lock(mutex_);
+  tokens_[uid] = token;
+  return token;
+}
+
+}  // namespace tessel::controller

@@ -1,0 +1,123 @@
+// The TrainingJob reconciler: a level-triggered function from what the hub and the member
+// clusters hold to the actions that bring a job one step closer to its spec.
+//
+//   gone                      -> forget it (the finalizer already swept its remote objects)
+//   managed by another        -> nothing (spec.managedBy: Kueue and the like gate it)
+//   being deleted             -> delete its objects in every member; drop the finalizer once
+//                                none is left
+//   invalid                   -> Valid=False naming every field at fault (the webhook was
+//                                bypassed)
+//   suspended                 -> delete its pods (the stages checkpoint on SIGTERM); Suspended
+//   no pods                   -> choose GPUs, place, create Secret + ConfigMap + pods in each
+//                                member, all or none; or Pending with the reason
+//   pods, not all Running     -> Starting; after startTimeoutSeconds or on a failed pod, delete
+//                                them all and start again after backoffSeconds (at most
+//                                maxRestarts times, then Failed)
+//   all Running               -> Running; the stage service's progress folded into status at
+//                                most once per status interval
+//   all Succeeded             -> Succeeded
+//
+// Everything it remembers between reconciles (tokens, GPUs just assigned, when status was last
+// written) is rebuilt from the API after a restart: the token from the hub Secret owned by the
+// job, the assignment from the pods, the placement from status.placement.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/trainingjob.h"
+#include "kube/client.h"
+#include "kube/controller.h"
+#include "kube/event_recorder.h"
+#include "kube/log.h"
+#include "kube/object_store.h"
+#include "operator/controller/job_placement.h"
+#include "operator/controller/job_progress.h"
+#include "operator/controller/member_registry.h"
+
+namespace tessel::controller {
+
+inline constexpr const char* kCleanupFinalizer = "tessel.dev/cleanup";
+inline constexpr const char* kOperatorManager = "tessel.dev/operator";  // spec.managedBy
+
+struct TrainingJobReconcilerOptions {
+  std::string hub_id = "hub";
+  std::string stage_image = "tessel/stage:0.1.0";
+  // Relative spec.data.text.path values resolve against it (the stage image's examples/).
+  std::string data_root = "/usr/share/tessel/examples/trainingjobs";
+  std::string stage_service_address;  // host:port the stage pods dial
+  std::string ca_pem;                 // verifies the stage service; handed to the pods
+  std::chrono::milliseconds status_interval{2000};             // between progress writes of one job
+  std::chrono::milliseconds pending_recheck{15000};            // a job waiting for GPUs looks again
+  std::function<std::chrono::system_clock::time_point()> now;  // empty: the system clock
+  std::shared_ptr<const kube::Logger> logger;  // nullptr: component "trainingjob-controller"
+  // Observers for metrics; may be empty.
+  std::function<void(bool placed, double seconds)> on_placement;
+  std::function<void(const std::string& key, const StageProgressView* progress)> on_progress;
+};
+
+class TrainingJobReconciler {
+ public:
+  // Everything passed must outlive the reconciler. `jobs` is the hub informer's store.
+  TrainingJobReconciler(kube::Client& hub, kube::ResourceInfo jobs_resource,
+                        const kube::ObjectStore& jobs, MemberRegistry& members,
+                        StageChannel& stages, kube::EventRecorder& events,
+                        TrainingJobReconcilerOptions options);
+
+  kube::ReconcileResult reconcile(const std::string& key);
+
+  // Jobs that wait for GPUs: a change of nodes or pods in a member may let them start.
+  std::vector<std::string> waiting_jobs() const;
+
+  // Stops a placement search in progress (leadership lost).
+  void cancel() { cancel_.store(true); }
+
+ private:
+  struct Observed;  // what one reconcile read
+
+  kube::ReconcileResult finalize(const nlohmann::json& job);
+  kube::ReconcileResult start(const api::TrainingJob& job, nlohmann::json& status);
+  kube::ReconcileResult fail_attempt(const api::TrainingJob& job, nlohmann::json& status,
+                                     const std::string& why);
+  kube::ReconcileResult write_status(const nlohmann::json& job, nlohmann::json status,
+                                     kube::ReconcileResult then);
+
+  std::vector<GpuNode> candidates(const api::TrainingJob& job, std::vector<std::string>& notes);
+  std::map<std::string, std::vector<nlohmann::json>> pods_of(const std::string& uid) const;
+  // Deletes every object of the job in every member; the number still there.
+  int delete_remote_objects(const nlohmann::json& job, bool pods_only);
+  std::string token_for(const nlohmann::json& job);
+  void remember_assumed(const std::string& cluster, const std::vector<nlohmann::json>& pods);
+  std::string now_text() const;
+  std::chrono::system_clock::time_point now() const;
+  void record(const nlohmann::json& job, kube::EventType type, const std::string& reason,
+              const std::string& message);
+
+  kube::Client& hub_;
+  const kube::ResourceInfo jobs_resource_;
+  const kube::ObjectStore& jobs_;
+  MemberRegistry& members_;
+  StageChannel& stages_;
+  kube::EventRecorder& events_;
+  const TrainingJobReconcilerOptions options_;
+  const std::shared_ptr<const kube::Logger> logger_;
+  std::atomic<bool> cancel_{false};
+
+  mutable std::mutex mutex_;                   // guards the maps below
+  std::map<std::string, std::string> tokens_;  // job uid -> token
+  // Pods created but not yet seen in a member's cache, by cluster (the scheduler's "assumed"
+  // pods): they hold their GPUs for the next placement.
+  std::map<std::string, std::vector<nlohmann::json>> assumed_;
+  std::map<std::string, std::chrono::steady_clock::time_point> progress_written_;
+  std::map<std::string, bool> waiting_;
+  std::mutex placing_;  // one placement at a time: two jobs never get the same GPU
+};
+
+}  // namespace tessel::controller
