@@ -38,13 +38,6 @@ std::map<std::string, std::string> string_map(const json& object) {
   return out;
 }
 
-bool ready(const json& node) {
-  for (const json& c : node.value("status", json::object()).value("conditions", json::array())) {
-    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
-  }
-  return false;
-}
-
 }  // namespace
 
 int Candidates::free_gpus() const {
@@ -60,6 +53,22 @@ int pod_gpu_request(const json& pod) {
   for (const json& c : spec.value("initContainers", json::array()))
     init = std::max(init, container_gpus(c));
   return static_cast<int>(std::min<int64_t>(std::max(sum, init), 1 << 20));
+}
+
+bool node_ready(const json& node) {
+  for (const json& c : node.value("status", json::object()).value("conditions", json::array())) {
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+int node_gpu_allocatable(const json& node) {
+  const json allocatable =
+      node.value("status", json::object()).value("allocatable", json::object());
+  const int64_t gpus = allocatable.is_object() && allocatable.contains(kGpuResource)
+                           ? whole_quantity(allocatable[kGpuResource])
+                           : 0;
+  return static_cast<int>(std::clamp<int64_t>(gpus, 0, 1 << 20));
 }
 
 Candidates candidate_nodes(const std::string& cluster, const std::string& cluster_region,
@@ -84,13 +93,9 @@ Candidates candidate_nodes(const std::string& cluster, const std::string& cluste
       out.excluded.push_back({cluster, name, reason});
     };
     const std::map<std::string, std::string> labels = string_map(metadata.value("labels", json()));
-    const json allocatable =
-        node.value("status", json::object()).value("allocatable", json::object());
-    const int64_t gpus = allocatable.is_object() && allocatable.contains(kGpuResource)
-                             ? whole_quantity(allocatable[kGpuResource])
-                             : 0;
+    const int64_t gpus = node_gpu_allocatable(node);
     if (gpus <= 0) continue;  // not a GPU node: not worth a line
-    if (!ready(node)) {
+    if (!node_ready(node)) {
       exclude("not Ready");
     } else if (node.value("spec", json::object()).value("unschedulable", false)) {
       exclude("cordoned");

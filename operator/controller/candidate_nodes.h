@@ -55,4 +55,9 @@ Candidates candidate_nodes(const std::string& cluster, const std::string& cluste
 // limits). Quantities that are not whole numbers count as 0 (the API server refuses them).
 int pod_gpu_request(const nlohmann::json& pod);
 
+// A node's allocatable nvidia.com/gpu; 0 when absent or not a whole number.
+int node_gpu_allocatable(const nlohmann::json& node);
+// Its Ready condition is True.
+bool node_ready(const nlohmann::json& node);
+
 }  // namespace tessel::controller

@@ -1,0 +1,124 @@
+// The member clusters the operator can reach, each with a client made from its kubeconfig and
+// three informers: its Nodes, this hub's Pods (label tessel.dev/hub=<hub id>, every phase: the
+// jobs' own pods), and every Pod bound to a node and not finished (they hold GPUs, whoever
+// made them). A member's informers start when its MemberCluster becomes usable, restart when
+// the kubeconfig in its Secret changes, and stop when it goes or becomes unusable. Stopping
+// never blocks the caller: a member whose API server hangs is stopped on a thread of its own.
+//
+// The MemberCluster reconciler calls update() with what the hub's informers hold; the
+// TrainingJob reconciler reads members() and member(). Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/log.h"
+#include "operator/controller/member_connection.h"
+
+namespace tessel::controller {
+
+struct MemberInformers;  // a member's client and informers (member_registry.cpp)
+
+// One usable member, as it stood when the view was taken.
+struct MemberView {
+  std::string name;                           // the MemberCluster
+  std::string region;                         // spec.region ("" when unset)
+  std::map<std::string, std::string> labels;  // the MemberCluster's metadata.labels
+  bool suspended = false;                     // spec.suspend: place no new tasklets here
+  std::shared_ptr<kube::Client> client;
+  bool synced = false;  // every informer has listed once
+
+  // Every Node of the member.
+  std::vector<nlohmann::json> nodes() const;
+  // The member's pods the operator watches: this hub's (every phase) and every other pod bound
+  // to a node and not finished, each once. What candidate_nodes needs to count held GPUs, and
+  // what a job's pods are found among (by their tessel.dev/job-uid label).
+  std::vector<nlohmann::json> pods() const;
+
+  std::shared_ptr<const MemberInformers> informers;  // the registry's; read through the above
+};
+
+class MemberRegistry {
+ public:
+  struct Options {
+    std::string operator_namespace = "tessel-system";  // where the kubeconfig Secrets live
+    std::string hub_id = "hub";                        // the tessel.dev/hub label's value
+    kube::ClientOptions client;                        // of every member's client
+    std::shared_ptr<const kube::Logger> logger;        // nullptr: component "member-registry"
+    // A member whose informers listed once but have failed for this long is unreachable (a
+    // shorter failure is a watch being re-established, not worth a False condition).
+    std::chrono::seconds unreachable_after{20};
+  };
+  // on_pod: a pod of this hub in `cluster` was added, changed or deleted (its last state).
+  // on_nodes: a Node of `cluster` changed in what placement reads (labels, annotations,
+  // allocatable, Ready, unschedulable, taints), or a pod bound to a node there finished or went
+  // (GPUs freed). Both run on the member's informer threads; either may be empty.
+  MemberRegistry(Options options,
+                 std::function<void(const std::string& cluster, const nlohmann::json& pod)> on_pod,
+                 std::function<void(const std::string& cluster)> on_nodes);
+  ~MemberRegistry();  // stop()
+  MemberRegistry(const MemberRegistry&) = delete;
+  MemberRegistry& operator=(const MemberRegistry&) = delete;
+
+  // Brings the member `name` in line with its MemberCluster (nullptr: gone) and kubeconfig
+  // Secret (nullptr: none): starts its informers, restarts them when the kubeconfig changed,
+  // or stops them. Returns the connection: config unset with Reachable False (reason from
+  // member_connection) when the kubeconfig is refused; else Reachable True (Connected) once
+  // every informer has listed and none is failing, False when the member's API server refuses
+  // or cannot be reached (reason: the API error's, e.g. Unauthorized or Forbidden; Unreachable
+  // or Timeout without an answer; the message names the server and the error), Unknown
+  // (Connecting) meanwhile. Never blocks on the member's API server.
+  MemberConnection update(const std::string& name, const nlohmann::json* member,
+                          const nlohmann::json* secret);
+
+  // The members with a usable kubeconfig (synced or not: see MemberView::synced), by name.
+  std::vector<std::shared_ptr<const MemberView>> members() const;
+  // One of them; nullptr when it has no usable kubeconfig or is unknown.
+  std::shared_ptr<const MemberView> member(const std::string& name) const;
+
+  // Members being stopped on threads of their own (a retired member whose API server hangs
+  // stays here until its list in flight times out).
+  std::size_t stopping() const;
+
+  // Stops every member's informers and waits for them. update() starts none afterwards.
+  void stop();
+
+  const std::string& operator_namespace() const { return options_.operator_namespace; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<MemberInformers> informers;
+    std::string region;
+    std::map<std::string, std::string> labels;
+    bool suspended = false;
+  };
+
+  std::shared_ptr<MemberInformers> start(const std::string& name,
+                                         const kube::ClusterConfig& config);
+  // Stops the informers on a thread of its own (an API server that hangs may hold a list in
+  // flight for the request timeout); stop() waits for it. With mutex_ held.
+  void retire(std::shared_ptr<MemberInformers> informers);
+  Condition reachable(const MemberInformers& informers) const;
+  std::shared_ptr<const MemberView> view(const std::string& name, const Entry& entry) const;
+
+  const Options options_;
+  const std::function<void(const std::string&, const nlohmann::json&)> on_pod_;
+  const std::function<void(const std::string&)> on_nodes_;
+  const std::shared_ptr<const kube::Logger> logger_;
+
+  mutable std::mutex mutex_;
+  std::map<std::string, Entry> entries_;
+  std::vector<std::future<void>> retiring_;
+  bool stopped_ = false;
+};
+
+}  // namespace tessel::controller

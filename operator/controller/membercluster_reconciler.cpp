@@ -1,0 +1,158 @@
+#include "operator/controller/membercluster_reconciler.h"
+
+#include <utility>
+
+#include "kube/api_error.h"
+#include "kube/object.h"
+#include "operator/controller/conditions.h"
+#include "operator/controller/member_status.h"
+
+namespace tessel::controller {
+
+using nlohmann::json;
+
+namespace {
+
+std::string secret_name(const json& member) {
+  return member.value("spec", json::object())
+      .value("kubeconfigSecretRef", json::object())
+      .value("name", "");
+}
+
+// Reachable's status and reason in `status`, "" when it has none.
+std::pair<std::string, std::string> reachable_of(const json& status) {
+  const json* c = find_condition(status.value("conditions", json::array()), "Reachable");
+  if (!c) return {"", ""};
+  return {c->value("status", ""), c->value("reason", "")};
+}
+
+}  // namespace
+
+std::vector<std::string> members_using_secret(const kube::ObjectStore& members,
+                                              const json& secret) {
+  std::vector<std::string> names;
+  const std::string name = kube::object_name(secret);
+  for (const kube::ObjectSnapshot& member : members.list())
+    if (secret_name(*member) == name) names.push_back(kube::object_name(*member));
+  return names;
+}
+
+MemberClusterReconciler::MemberClusterReconciler(
+    kube::Client& hub, kube::ResourceInfo members_resource, const kube::ObjectStore& members,
+    const kube::ObjectStore& secrets, MemberRegistry& registry, kube::EventRecorder& events,
+    MemberClusterReconcilerOptions options)
+    : hub_(hub),
+      members_resource_(std::move(members_resource)),
+      members_(members),
+      secrets_(secrets),
+      registry_(registry),
+      events_(events),
+      options_(std::move(options)) {}
+
+std::string MemberClusterReconciler::now_text() const {
+  return kube::format_rfc3339(options_.now ? options_.now() : std::chrono::system_clock::now());
+}
+
+kube::ReconcileResult MemberClusterReconciler::reconcile(const std::string& name) {
+  const kube::ObjectSnapshot member = members_.get(name);
+  if (!member || kube::is_being_deleted(*member)) {
+    registry_.update(name, nullptr, nullptr);
+    std::lock_guard lock(mutex_);
+    last_seen_written_.erase(name);
+    return {};
+  }
+  const kube::ObjectSnapshot secret =
+      secrets_.get(registry_.operator_namespace() + "/" + secret_name(*member));
+  const MemberConnection connection = registry_.update(name, member.get(), secret.get());
+  write_status(*member, connection, name);
+
+  const Condition& reachable = connection.reachable;
+  kube::ReconcileResult result;
+  if (reachable.status == "True" || !connection.config) {
+    result.requeue_after = options_.resync;
+  } else if (reachable.status == "Unknown") {
+    result.requeue_after = options_.connecting_recheck;
+  } else {
+    result.requeue_after = options_.unreachable_recheck;
+  }
+  return result;
+}
+
+json MemberClusterReconciler::desired_status(const json& member, const MemberConnection& connection,
+                                             const std::string& name,
+                                             bool refresh_last_seen) const {
+  const std::int64_t generation = kube::object_generation(member);
+  json status = member.value("status", json::object());
+  if (!status.is_object()) status = json::object();
+  json conditions = status.value("conditions", json::array());
+  set_condition(conditions, connection.reachable, generation, now_text());
+  status["conditions"] = std::move(conditions);
+  status["observedGeneration"] = generation;
+  const auto view = registry_.member(name);
+  if (connection.reachable.status == "True" && view && view->synced) {
+    std::map<std::string, std::vector<std::string>> elsewhere;
+    for (const auto& other : registry_.members())
+      if (other->name != name && other->synced)
+        elsewhere[other->name] = usable_gpu_nodes(other->nodes());
+    const MemberCounts counts = count_member(name, view->nodes(), view->pods(), elsewhere);
+    status["nodes"] = counts.nodes;
+    status["gpus"] = {{"total", counts.gpus_total}, {"free", counts.gpus_free}};
+    status["probeCoverage"] = counts.probe_coverage();
+    if (refresh_last_seen || !status.contains("lastSeen")) status["lastSeen"] = now_text();
+  }
+  return status;
+}
+
+void MemberClusterReconciler::write_status(json member, const MemberConnection& connection,
+                                           const std::string& name) {
+  for (int attempt = 0;; ++attempt) {
+    const json old = member.value("status", json::object());
+    bool refresh = false;
+    {
+      std::lock_guard lock(mutex_);
+      const auto it = last_seen_written_.find(name);
+      refresh = it == last_seen_written_.end() ||
+                std::chrono::steady_clock::now() - it->second >=
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        options_.last_seen_refresh);
+    }
+    json status = desired_status(member, connection, name, refresh);
+    if (status == old) return;
+    // Something else changed: the member answered now, so lastSeen goes along.
+    if (!refresh) {
+      json without = status;
+      without.erase("lastSeen");
+      json old_without = old;
+      old_without.erase("lastSeen");
+      if (without != old_without && connection.reachable.status == "True")
+        status = desired_status(member, connection, name, true);
+    }
+    json body = member;
+    body["status"] = status;
+    try {
+      hub_.update_status(members_resource_, body);
+    } catch (const kube::ApiError& error) {
+      if (error.is_not_found()) return;  // gone: the next reconcile stops it
+      if (!error.is_conflict() || attempt >= options_.conflict_retries) throw;
+      member = hub_.get(members_resource_, "", name);
+      continue;
+    }
+    if (status.contains("lastSeen") && status["lastSeen"] != old.value("lastSeen", json())) {
+      std::lock_guard lock(mutex_);
+      last_seen_written_[name] = std::chrono::steady_clock::now();
+    }
+    const auto before = reachable_of(old);
+    const auto after = reachable_of(status);
+    if (before != after && after.first != "Unknown") {
+      const Condition& c = connection.reachable;
+      if (c.status == "True") {
+        events_.record(body, kube::EventType::kNormal, "Reachable", c.message);
+      } else {
+        events_.record(body, kube::EventType::kWarning, c.reason, c.message);
+      }
+    }
+    return;
+  }
+}
+
+}  // namespace tessel::controller
