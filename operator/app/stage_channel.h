@@ -15,7 +15,7 @@ class StageServiceChannel final : public controller::StageChannel {
     service_.register_job(key, job_id, world_size, token);
   }
   void unregister_job(const std::string& key) override { service_.unregister_job(key); }
-  std::optional<controller::StageProgressView> progress(const std::string& key) const override {
+  std::optional<controller::JobProgress> progress(const std::string& key) const override {
     return service_.progress(key);
   }
 

@@ -17,7 +17,7 @@ std::string format_eta(double seconds) {
   return std::to_string(s) + "s";
 }
 
-nlohmann::json progress_status(const StageProgressView& progress, int64_t total_steps,
+nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
                                double tokens_per_step, const std::string& now) {
   nlohmann::json out = nlohmann::json::object();
   const int64_t step = std::max<int64_t>(progress.step, 0);

@@ -13,10 +13,12 @@
 
 namespace tessel::controller {
 
-struct StageProgressView {
+// What each field means (which rank's step, whose loss) is said where it is folded:
+// operator/server/job_progress.h.
+struct JobProgress {
   int world_size = 0;
-  int started = 0, done = 0, stopped = 0;  // ranks that reported each
-  int64_t step = -1;                       // the last step the job completed; -1: none yet
+  int started = 0, done = 0, stopped = 0;  // ranks whose current process said so
+  int64_t step = -1;                       // the step every rank has passed; -1: none yet
   double loss = std::numeric_limits<double>::quiet_NaN();
   double tokens_per_s = 0;
   int64_t total_steps = 0;
@@ -34,7 +36,7 @@ class StageChannel {
   virtual void register_job(const std::string& key, uint64_t job_id, int world_size,
                             const std::string& token) = 0;
   virtual void unregister_job(const std::string& key) = 0;
-  virtual std::optional<StageProgressView> progress(const std::string& key) const = 0;
+  virtual std::optional<JobProgress> progress(const std::string& key) const = 0;
 };
 
 // "1h2m3s", "4m0s", "12s" (Go's time.Duration form, rounded to seconds, as kubectl users read
@@ -44,7 +46,7 @@ std::string format_eta(double seconds);
 // status.progress from the gathered progress: step, totalSteps, loss (when finite),
 // tokensPerSecond, eta (at the current rate), lastCheckpointStep, updatedAt (`now`).
 // tokens_per_step (global batch x sequence length) turns the token rate into the ETA.
-nlohmann::json progress_status(const StageProgressView& progress, int64_t total_steps,
+nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
                                double tokens_per_step, const std::string& now);
 
 }  // namespace tessel::controller

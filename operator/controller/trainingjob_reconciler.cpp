@@ -262,7 +262,7 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   const GangState gang = observe_gang(tasklets, job.name, pods, attempt);
   stages_.register_job(key, api::stage_job_id(uid), static_cast<int>(tasklets.size()),
                        token_for(object));
-  const std::optional<StageProgressView> progress = stages_.progress(key);
+  const std::optional<JobProgress> progress = stages_.progress(key);
   if (options_.on_progress) options_.on_progress(key, progress ? &*progress : nullptr);
   const double tokens_per_step = double(job.spec.global_batch) * job.spec.model.seq_len;
 

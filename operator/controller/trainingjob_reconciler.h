@@ -60,7 +60,7 @@ struct TrainingJobReconcilerOptions {
   std::shared_ptr<const kube::Logger> logger;  // nullptr: component "trainingjob-controller"
   // Observers for metrics; may be empty.
   std::function<void(bool placed, double seconds)> on_placement;
-  std::function<void(const std::string& key, const StageProgressView* progress)> on_progress;
+  std::function<void(const std::string& key, const JobProgress* progress)> on_progress;
 };
 
 class TrainingJobReconciler {

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "operator/controller/job_progress.h"
 #include "tessel/v1alpha1/progress.pb.h"
 
 namespace tessel::server {
@@ -29,17 +30,8 @@ inline constexpr size_t kMaxFailureMessageBytes = 1024;
 // Processes of one rank remembered as replaced (their late events ignored).
 inline constexpr size_t kMaxRetiredIncarnations = 8;
 
-struct JobProgress {
-  int world_size = 0;
-  int started = 0, done = 0, stopped = 0;
-  int64_t step = -1;
-  double loss = std::numeric_limits<double>::quiet_NaN();
-  double tokens_per_s = 0;
-  int64_t total_steps = 0;
-  int64_t last_checkpoint_step = -1;
-  std::vector<std::string> failures;              // "rank 3 (stage 1 replica 1): <message>"
-  std::chrono::system_clock::time_point updated;  // of the last event that changed anything
-};
+// The type the reconciler reads (operator/controller/job_progress.h), defined there once.
+using controller::JobProgress;
 
 class JobProgressFold {
  public:
