@@ -24,6 +24,19 @@ bool is_immortal_namespace(const std::string& name) {
   return name == "default" || name == "kube-system" || name == "kube-public";
 }
 
+// The DeleteOptions fields an admission webhook is shown.
+json delete_options(const DeleteOptions& options) {
+  json fields = json::object();
+  if (options.grace_period_seconds) fields["gracePeriodSeconds"] = *options.grace_period_seconds;
+  if (!options.propagation_policy.empty()) fields["propagationPolicy"] = options.propagation_policy;
+  if (options.orphan_dependents) fields["orphanDependents"] = *options.orphan_dependents;
+  if (!options.precondition_uid.empty()) fields["preconditions"]["uid"] = options.precondition_uid;
+  if (!options.precondition_resource_version.empty()) {
+    fields["preconditions"]["resourceVersion"] = options.precondition_resource_version;
+  }
+  return fields;
+}
+
 std::chrono::system_clock::time_point parse_time(const std::string& text) {
   std::tm parts{};
   if (!strptime(text.c_str(), "%Y-%m-%dT%H:%M:%SZ", &parts))
@@ -154,7 +167,19 @@ VerbResult ApiVerbs::remove(const ObjectRef& ref, const DeleteOptions& options) 
               options.precondition_resource_version +
               ", ResourceVersion in object meta: " + meta_string(*current, "resourceVersion"));
     }
-    if (std::optional<VerbResult> result = try_remove(ref, *current, options)) return *result;
+    std::vector<std::string> warnings;
+    if (options.user) {
+      // Mutating webhooks see neither object on DELETE; validating ones see the stored one.
+      const AdmissionRequest request = admission_request(
+          ref, "DELETE", *options.user, options.dry_run, "DeleteOptions", delete_options(options));
+      json none;
+      admission_.mutate(request, none, nullptr, warnings);
+      admission_.validate(request, nullptr, *current, warnings);
+    }
+    if (std::optional<VerbResult> result = try_remove(ref, *current, options)) {
+      result->warnings.insert(result->warnings.end(), warnings.begin(), warnings.end());
+      return *result;
+    }
   }
 }
 

@@ -131,7 +131,7 @@ HttpServerResponse ApiHandler::handle(const HttpServerRequest& request) const {
     const RequestAttributes attributes =
         request_attributes(request, path, *user, is_watch(request));
     if (!authorizer()(attributes)) throw forbidden_request(attributes);
-    if (path.type == ApiPath::Type::kResource) return handle_resource(request, path);
+    if (path.type == ApiPath::Type::kResource) return handle_resource(request, path, *user);
     return handle_non_resource(request, path);
   } catch (const ApiError& error) {
     return error_response(error);
@@ -194,7 +194,7 @@ HttpServerResponse ApiHandler::handle_non_resource(const HttpServerRequest& requ
 }
 
 HttpServerResponse ApiHandler::handle_resource(const HttpServerRequest& request,
-                                               const ApiPath& path) const {
+                                               const ApiPath& path, const UserInfo& user) const {
   const std::shared_ptr<const ResourceType> type =
       resources_.find(path.group, path.version, path.resource);
   if (!type) throw page_not_found();
@@ -213,7 +213,7 @@ HttpServerResponse ApiHandler::handle_resource(const HttpServerRequest& request,
   if (method == "GET") return read(request, ref, options);
   if (path.is_collection() && method != "POST" && method != "DELETE") throw method_not_allowed();
   if (!path.is_collection() && method == "POST") throw method_not_allowed();
-  WriteOptions write{options.dry_run, options.field_manager, options.field_validation};
+  WriteOptions write{options.dry_run, options.field_manager, options.field_validation, user};
   if (write.manager.empty() && media_type(request) != "application/apply-patch+yaml") {
     write.manager = default_manager(request.headers.get("User-Agent").value_or(""));
   }
@@ -227,7 +227,8 @@ HttpServerResponse ApiHandler::handle_resource(const HttpServerRequest& request,
         verbs_.patch(ref, media_type(request), request.body, write, options.force.value_or(false));
   } else if (method == "DELETE") {
     if (!path.subresource.empty()) throw method_not_allowed();
-    const DeleteOptions deletion = parse_delete_options(options, request.body);
+    DeleteOptions deletion = parse_delete_options(options, request.body);
+    deletion.user = user;
     result = path.is_collection() ? verbs_.remove_collection(ref, options, deletion)
                                   : verbs_.remove(ref, deletion);
   } else {

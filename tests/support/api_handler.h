@@ -31,7 +31,9 @@ class ApiHandler {
  private:
   HttpServerResponse handle_non_resource(const HttpServerRequest& request,
                                          const ApiPath& path) const;
-  HttpServerResponse handle_resource(const HttpServerRequest& request, const ApiPath& path) const;
+  // `user`: who asks (admission webhooks are told).
+  HttpServerResponse handle_resource(const HttpServerRequest& request, const ApiPath& path,
+                                     const UserInfo& user) const;
   HttpServerResponse read(const HttpServerRequest& request, const ObjectRef& ref,
                           const RequestOptions& options) const;
   Authorizer authorizer() const;

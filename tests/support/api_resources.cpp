@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "tests/support/api_admission_config.h"
+
 namespace tessel::testing {
 namespace {
 
@@ -124,6 +126,9 @@ MergeTypes ResourceType::merge_types() const {
 ServedResources::ServedResources() {
   for (const kube::ResourceInfo& info : kube::builtin_resources()) {
     if (kBuiltinGroups.count(info.gvr.group)) types_.push_back(builtin_type(info));
+  }
+  for (const kube::ResourceInfo& info : admission_resources()) {
+    types_.push_back(builtin_type(info));
   }
 }
 

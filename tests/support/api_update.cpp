@@ -220,6 +220,17 @@ json ApiVerbs::prepare_update(const ObjectRef& ref, const json& current, json pr
   if (!rules.managed_by_apply) {
     record_update(proposed, current, options.manager, ref.subresource, type.merge_types());
   }
+  json update_options = json::object();
+  if (!options.manager.empty()) update_options["fieldManager"] = options.manager;
+  const std::optional<AdmissionRequest> admission =
+      options.user ? std::optional(admission_request(ref, "UPDATE", *options.user, options.dry_run,
+                                                     "UpdateOptions", update_options))
+                   : std::nullopt;
+  if (admission) {
+    const json before = proposed;
+    admission_.mutate(*admission, proposed, current, warnings);
+    if (proposed != before) redecode(type, proposed);
+  }
   json object;
   if (ref.subresource.empty()) {
     object = proposed;
@@ -253,6 +264,7 @@ json ApiVerbs::prepare_update(const ObjectRef& ref, const json& current, json pr
       throw invalid(type.kind(), type.group(), ref.name, errors);
     }
   }
+  if (admission) admission_.validate(*admission, object, current, warnings);
   return object;
 }
 

@@ -12,7 +12,51 @@ using nlohmann::json;
 
 ApiVerbs::ApiVerbs(ObjectStore& store, ServedResources& resources,
                    std::chrono::milliseconds future_wait)
-    : store_(store), resources_(resources), future_wait_(future_wait) {}
+    : store_(store), resources_(resources), future_wait_(future_wait), admission_(store) {}
+
+AdmissionRequest ApiVerbs::admission_request(const ObjectRef& ref, const std::string& operation,
+                                             const UserInfo& user, bool dry_run,
+                                             const std::string& options_kind, json options) {
+  const ResourceType& type = *ref.type;
+  const bool is_namespace = type.group().empty() && type.resource() == "namespaces";
+  options["kind"] = options_kind;
+  options["apiVersion"] = "meta.k8s.io/v1";
+  if (dry_run) options["dryRun"] = json::array({"All"});
+  return {&type, ref.subresource, operation, is_namespace ? ref.name : ref.namespace_, ref.name,
+          user,  dry_run,         options};
+}
+
+void ApiVerbs::redecode(const ResourceType& type, json& object) {
+  std::vector<std::string> ignored;
+  decode_defaults(type, object, "Ignore", ignored);
+}
+
+void ApiVerbs::mutate_created(const ObjectRef& ref, json& object, const WriteOptions& options,
+                              bool name_generated, std::vector<std::string>& warnings) const {
+  if (!options.user) return;
+  const ResourceType& type = *ref.type;
+  json decoded = object;
+  json& metadata = decoded["metadata"];
+  for (const char* filled_in : {"uid", "creationTimestamp", "generation"})
+    metadata.erase(filled_in);
+  if (name_generated) metadata.erase("name");
+  json fields = json::object();
+  if (!options.manager.empty()) fields["fieldManager"] = options.manager;
+  ObjectRef named = ref;
+  named.name = meta_string(decoded, "name");
+  const AdmissionRequest request =
+      admission_request(named, "CREATE", *options.user, options.dry_run, "CreateOptions", fields);
+  const json before = decoded;
+  admission_.mutate(request, decoded, nullptr, warnings);
+  if (decoded == before) return;
+  redecode(type, decoded);
+  for (const char* filled_in : {"uid", "creationTimestamp", "generation"}) {
+    if (object["metadata"].contains(filled_in))
+      decoded["metadata"][filled_in] = object["metadata"][filled_in];
+  }
+  if (name_generated) decoded["metadata"]["name"] = object["metadata"]["name"];
+  object = std::move(decoded);
+}
 
 std::shared_ptr<const ResourceType> ApiVerbs::builtin(const std::string& group,
                                                       const std::string& resource) const {
@@ -60,9 +104,9 @@ VerbResult ApiVerbs::commit_create(const ObjectRef& ref, json object, const Writ
     }
     metadata["name"] = ref.name;
   }
-  if (meta_string(object, "name").empty() && !meta_string(object, "generateName").empty()) {
-    metadata["name"] = generated_name(meta_string(object, "generateName"));
-  }
+  const bool name_generated =
+      meta_string(object, "name").empty() && !meta_string(object, "generateName").empty();
+  if (name_generated) metadata["name"] = generated_name(meta_string(object, "generateName"));
   if (!meta_string(object, "resourceVersion").empty()) {
     throw internal_error("resourceVersion should not be set on objects to be created");
   }
@@ -84,21 +128,30 @@ VerbResult ApiVerbs::commit_create(const ObjectRef& ref, json object, const Writ
   const bool is_crd = type.resource() == "customresourcedefinitions";
   if (is_crd) default_crd(object);
   if (!managed_by_apply) record_update(object, nullptr, options.manager, "", type.merge_types());
+  // The built-in admission plugins, then the mutating webhooks.
+  if (!type.custom) apply_admission_defaults(type.info, object);
+  mutate_created(ref, object, options, name_generated, warnings);
   std::vector<FieldError> errors;
   bool allocated_ip = false;  // a Service's cluster IP, given back if the create fails
-  if (!type.custom) {
-    apply_admission_defaults(type.info, object);
-    if (type.group().empty() && type.resource() == "services" && !options.dry_run) {
-      std::lock_guard lock(cluster_ips_mutex_);
-      errors = cluster_ips_.allocate(object);
-      allocated_ip = errors.empty();
-    }
+  if (!type.custom && type.group().empty() && type.resource() == "services" && !options.dry_run) {
+    std::lock_guard lock(cluster_ips_mutex_);
+    errors = cluster_ips_.allocate(object);
+    allocated_ip = errors.empty();
   }
   if (is_crd) errors = validate_crd(object);
   try {
     if (!errors.empty())
       throw invalid(type.kind(), type.group(), meta_string(object, "name"), errors);
     validate(type, object, nullptr);
+    if (options.user) {
+      json fields = json::object();
+      if (!options.manager.empty()) fields["fieldManager"] = options.manager;
+      ObjectRef named = ref;
+      named.name = meta_string(object, "name");
+      admission_.validate(admission_request(named, "CREATE", *options.user, options.dry_run,
+                                            "CreateOptions", fields),
+                          object, nullptr, warnings);
+    }
     if (options.dry_run) return {201, in_version(object, type), warnings};
     const ObjectStore::WriteResult written = store_.create(type.collection(), object);
     if (written.outcome == ObjectStore::Outcome::kAlreadyExists) {

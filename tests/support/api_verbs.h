@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/api_admission.h"
 #include "tests/support/api_list.h"
 #include "tests/support/api_resources.h"
 #include "tests/support/api_router.h"
@@ -35,6 +36,9 @@ struct WriteOptions {
   bool dry_run = false;
   std::string manager;           // the field manager recorded in managedFields
   std::string field_validation;  // "Ignore", "Warn" ("" means Warn), "Strict"
+  // Who asked, for a request that came through the API: admission webhooks see the write.
+  // Unset for the built-in controllers' own writes, which skip webhook admission.
+  std::optional<UserInfo> user;
 };
 
 struct DeleteOptions {
@@ -44,6 +48,7 @@ struct DeleteOptions {
   std::optional<bool> orphan_dependents;
   std::string precondition_uid;
   std::string precondition_resource_version;
+  std::optional<UserInfo> user;  // as in WriteOptions
 };
 // The query's options overridden by a DeleteOptions body, if any. ApiError 400 for a body
 // that is not a DeleteOptions, 422 for an unknown propagationPolicy.
@@ -111,10 +116,23 @@ class ApiVerbs {
   std::shared_ptr<const ResourceType> builtin(const std::string& group,
                                               const std::string& resource) const;
   void release_cluster_ip(const ResourceType& type, const nlohmann::json& service);
+  // Mutating admission webhooks on a create: they see the object as decoded, before the server
+  // fills in uid, creationTimestamp, generation and a generated name.
+  void mutate_created(const ObjectRef& ref, nlohmann::json& object, const WriteOptions& options,
+                      bool name_generated, std::vector<std::string>& warnings) const;
+  // What admission webhooks are told about a request on `ref`; options_kind: "CreateOptions",
+  // "UpdateOptions" or "DeleteOptions" (with its fields in `options`).
+  static AdmissionRequest admission_request(const ObjectRef& ref, const std::string& operation,
+                                            const UserInfo& user, bool dry_run,
+                                            const std::string& options_kind,
+                                            nlohmann::json options = nlohmann::json::object());
+  // Decoding again what mutating webhooks changed (schema defaults and pruning, Go defaults).
+  static void redecode(const ResourceType& type, nlohmann::json& object);
 
   ObjectStore& store_;
   ServedResources& resources_;
   std::chrono::milliseconds future_wait_;
+  WebhookAdmission admission_;
   std::mutex cluster_ips_mutex_;
   ClusterIpAllocator cluster_ips_;
 };

@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 
+#include "tests/support/api_admission_config.h"
 #include "tests/support/builtin_semantics_errors.h"
 #include "tests/support/builtin_semantics_kinds.h"
 #include "tests/support/managed_fields_merge_types.h"
@@ -386,6 +387,11 @@ const KindRules* kind_rules(const tessel::kube::ResourceInfo& info) {
       {{"", "Event"}, core_event_rules()},
       {{"events.k8s.io", "Event"}, events_v1_event_rules()},
       {{"coordination.k8s.io", "Lease"}, lease_rules()},
+      {{"", "Endpoints"}, endpoints_rules()},
+      {{"admissionregistration.k8s.io", "ValidatingWebhookConfiguration"},
+       validating_webhook_configuration_rules()},
+      {{"admissionregistration.k8s.io", "MutatingWebhookConfiguration"},
+       mutating_webhook_configuration_rules()},
   };
   for (const auto& [key, rules] : table) {
     if (key.first == info.gvr.group && key.second == info.kind) return &rules;

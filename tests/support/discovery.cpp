@@ -45,6 +45,7 @@ const SubresourceEntry kStatus{"", "", "", {"get", "patch", "update"}};
 const std::map<std::pair<std::string, std::string>, BuiltinResource>& builtin_resources() {
   static const std::map<std::pair<std::string, std::string>, BuiltinResource> table = {
       {{"", "configmaps"}, {kAllVerbs, {}, "/v1", {}}},
+      {{"", "endpoints"}, {kAllVerbs, {}, "/v1", {}}},
       {{"", "events"}, {kAllVerbs, {}, "/v1", {}}},
       {{"", "namespaces"},
        {{"create", "delete", "get", "list", "patch", "update", "watch"},
@@ -66,6 +67,10 @@ const std::map<std::pair<std::string, std::string>, BuiltinResource>& builtin_re
       {{"", "services"}, {kAllVerbs, {"all"}, "/v1", {{"status", kStatus}}}},
       {{"coordination.k8s.io", "leases"}, {kAllVerbs, {}, "coordination.k8s.io/v1", {}}},
       {{"events.k8s.io", "events"}, {kAllVerbs, {}, "/v1", {}}},
+      {{"admissionregistration.k8s.io", "validatingwebhookconfigurations"},
+       {kAllVerbs, {"api-extensions"}, "admissionregistration.k8s.io/v1", {}}},
+      {{"admissionregistration.k8s.io", "mutatingwebhookconfigurations"},
+       {kAllVerbs, {"api-extensions"}, "admissionregistration.k8s.io/v1", {}}},
       {{"apiextensions.k8s.io", "customresourcedefinitions"},
        {kAllVerbs, {"api-extensions"}, "apiextensions.k8s.io/v1beta1", {{"status", kStatus}}}},
   };

@@ -104,6 +104,8 @@ class TestCertificateAuthority {
   const std::string& ca_pem() const;
   // A server certificate valid for 127.0.0.1, ::1 and localhost.
   TestCertificate issue_server() const;
+  // One valid for these DNS names too (a webhook Service's "<name>.<namespace>.svc").
+  TestCertificate issue_server(const std::vector<std::string>& dns_names) const;
   // A client certificate with this CN and O entries.
   TestCertificate issue_client(const std::string& cn,
                                const std::vector<std::string>& organizations) const;

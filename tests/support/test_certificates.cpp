@@ -151,8 +151,14 @@ TestCertificateAuthority::~TestCertificateAuthority() = default;
 const std::string& TestCertificateAuthority::ca_pem() const { return impl_->pem; }
 
 TestCertificate TestCertificateAuthority::issue_server() const {
-  return impl_->issue("tessel-test-server", {}, "serverAuth",
-                      "IP:127.0.0.1,IP:0:0:0:0:0:0:0:1,DNS:localhost");
+  return issue_server(std::vector<std::string>{});
+}
+
+TestCertificate TestCertificateAuthority::issue_server(
+    const std::vector<std::string>& dns_names) const {
+  std::string names = "IP:127.0.0.1,IP:0:0:0:0:0:0:0:1,DNS:localhost";
+  for (const std::string& name : dns_names) names += ",DNS:" + name;
+  return impl_->issue("tessel-test-server", {}, "serverAuth", names.c_str());
 }
 
 TestCertificate TestCertificateAuthority::issue_client(
