@@ -136,13 +136,6 @@ void MetricFamily::remove(const LabelValues& values) {
   series_.erase(values);
 }
 
-std::vector<LabelValues> MetricFamily::series() const {
-  std::lock_guard lock(mutex_);
-  std::vector<LabelValues> out;
-  for (const auto& [values, series] : series_) out.push_back(values);
-  return out;
-}
-
 void MetricFamily::render(std::string& out) const {
   std::lock_guard lock(mutex_);
   if (series_.empty()) return;

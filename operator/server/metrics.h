@@ -46,8 +46,6 @@ class MetricFamily {
 
   // Drops the series of these label values (what it described is gone); nothing if absent.
   void remove(const LabelValues& values);
-  // Every series' label values, in rendering order.
-  std::vector<LabelValues> series() const;
 
   // Appends the family in the exposition format (nothing when it has no series).
   void render(std::string& out) const;
