@@ -1,6 +1,7 @@
 #include "noderuntime/stage/job_spec.h"
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -424,7 +425,20 @@ JobSpec load_job_spec(const std::string& path) {
   if (!in) throw ConfigError(path + ": cannot open the job file");
   std::stringstream text;
   text << in.rdbuf();
-  return parse_job_spec(text.str(), path);
+  JobSpec job = parse_job_spec(text.str(), path);
+  // Credentials shipped beside the job file (a pod's mounted Secret next to its ConfigMap) are
+  // named relative to it. Joined lexically: the job file's folder may be a symlink.
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  const auto beside = [&](std::string& file) {
+    if (!file.empty() && file.front() != '/') file = (folder / file).lexically_normal().string();
+  };
+  if (job.rendezvous) {
+    beside(job.rendezvous->token_file);
+    beside(job.rendezvous->ca_file);
+  }
+  beside(job.progress_token_file);
+  beside(job.progress_ca_file);
+  return job;
 }
 
 std::string trace_path_for(const JobSpec& job, int rank) {

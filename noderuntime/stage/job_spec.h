@@ -72,7 +72,10 @@
 //                                 (optional): the stream carries "authorization: Bearer <token>";
 //                                 ca_file (optional): TLS verified by that PEM CA, else insecure
 // }
-// Every file path (token_file, ca_file) is 1 to kMaxJobFilePath characters, without NUL.
+// Every file path (token_file, ca_file) is 1 to kMaxJobFilePath characters, without NUL. A
+// relative token_file or ca_file is taken relative to the job file's folder (joined lexically,
+// so "../stage/token" beside /etc/tessel/job/job.json is /etc/tessel/stage/token even where
+// /etc/tessel/job is a symlink): the operator's pods mount the token beside the job file.
 //
 // Progress: over gRPC to progress.address; without one, tessel-stage prints one JSON object
 // per line on stdout (stage_process.h lists the events), e.g.

@@ -22,6 +22,12 @@ inline constexpr const char* kJobFilePath = "/etc/tessel/job/job.json";    // it
 inline constexpr const char* kStageSecretDirectory = "/etc/tessel/stage";  // the Secret
 inline constexpr const char* kStageTokenPath = "/etc/tessel/stage/token";
 inline constexpr const char* kStageCaPath = "/etc/tessel/stage/ca.crt";
+// The same two files as job.json names them: relative to the job file's folder, which
+// tessel-stage resolves lexically (noderuntime/stage/job_spec.h). Relative, because a kubelet
+// that cannot mount at these paths (the test's process kubelet) rewrites the job file's path
+// on the command line but not the paths inside the file.
+inline constexpr const char* kStageTokenFromJobFile = "../stage/token";
+inline constexpr const char* kStageCaFromJobFile = "../stage/ca.crt";
 // The env variable holding the address a stage advertises (job.json's advertise_env).
 inline constexpr const char* kPodIpVariable = "POD_IP";
 // The stage pod's container, and the two volumes tessel adds beside the template's.

@@ -428,7 +428,8 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
   file.checkpoint_dir = job.spec.checkpoint.path.empty() ? "checkpoints" : job.spec.checkpoint.path;
   file.checkpoint_resume = true;
   file.checkpoint_shared = false;
-  const api::StageEndpoint endpoint{options_.stage_service_address, kStageTokenPath, kStageCaPath};
+  const api::StageEndpoint endpoint{options_.stage_service_address, kStageTokenFromJobFile,
+                                    kStageCaFromJobFile};
   file.rendezvous = endpoint;
   file.advertise_env = kPodIpVariable;
   file.progress = endpoint;

@@ -1,7 +1,10 @@
 // job.json's service credentials: rendezvous.ca_file, progress.token_file and progress.ca_file
 // are read into the job, and a bad path is refused with an error naming the file and the field.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -90,6 +93,32 @@ TEST(JobSpecServiceAuth, BadPathsNameTheField) {
     EXPECT_NE(error_of(job).find(bad.expected), std::string::npos)
         << bad.pointer << ": got '" << error_of(job) << "'";
   }
+}
+
+
+// The operator's pods mount the token beside the job file and name it relative to it; joined
+// lexically, so a job folder that is a symlink (a kubelet's mount) still finds its sibling.
+TEST(JobSpecServiceAuth, RelativeCredentialsAreTakenBesideTheJobFile) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("tessel-jobfile-" + std::to_string(getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "volumes/job");
+  std::filesystem::create_directories(root / "etc/tessel");
+  std::filesystem::create_symlink(root / "volumes/job", root / "etc/tessel/job");
+  json job = minimal_job();
+  job["rendezvous"]["token_file"] = "../stage/token";
+  job["rendezvous"]["ca_file"] = "../stage/ca.crt";
+  job["progress"] = {{"address", "hub.example:7071"},
+                     {"token_file", "../stage/token"},
+                     {"ca_file", "/abs/ca.crt"}};
+  std::ofstream(root / "volumes/job/job.json") << job.dump();
+  const JobSpec spec = load_job_spec((root / "etc/tessel/job/job.json").string());
+  const std::string stage = (root / "etc/tessel/stage").string();
+  EXPECT_EQ(spec.rendezvous->token_file, stage + "/token");
+  EXPECT_EQ(spec.rendezvous->ca_file, stage + "/ca.crt");
+  EXPECT_EQ(spec.progress_token_file, stage + "/token");
+  EXPECT_EQ(spec.progress_ca_file, "/abs/ca.crt") << "an absolute path is kept";
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
