@@ -62,6 +62,7 @@ void print_logs(const std::string& folder) {
 
 void FederationE2e::SetUp() {
   if (!find_on_path("kubectl")) GTEST_SKIP() << "no kubectl on PATH";
+  TESSEL_REQUIRE_MEMBER_CLUSTERS(2);
   work_dir_ = unique_work_dir();
   fs::create_directories(work_dir_);
   federation_ = std::make_unique<Federation>(
@@ -82,7 +83,7 @@ void FederationE2e::SetUp() {
   std::vector<FleetMember> members;
   for (int i = 0; i < federation_->member_count(); ++i)
     members.push_back({federation_->member_name(i), federation_->member_region(i),
-                       federation_->member(i).client(), 2, 2});
+                       federation_->member(i).client(), kNodesPerMember, kGpusPerNode});
   fleet_ = std::make_unique<GpuFleet>(std::move(members), federation_->run_id(), work_dir_,
                                       TESSEL_STAGE_BINARY);
   fleet_->start();

@@ -36,6 +36,11 @@ namespace tessel::testing {
 inline constexpr const char* kJobLabel = "tessel.dev/job";
 inline constexpr const char* kJobUidLabel = "tessel.dev/job-uid";
 
+// The fleet: per member 2 nodes of 1 GPU, 4 GPUs in all. The example job (2 stages x 2 replicas)
+// needs all four, so it must span both members, across the slow link.
+inline constexpr int kNodesPerMember = 2;
+inline constexpr int kGpusPerNode = 1;
+
 class FederationE2e : public ::testing::Test {
  protected:
   void SetUp() override;

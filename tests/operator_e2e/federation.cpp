@@ -1,40 +1,13 @@
 #include "tests/operator_e2e/federation.h"
 
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 #include "placement/atomic_file.h"
 #include "tests/operator_e2e/gpu_fleet.h"
 
 namespace tessel::testing {
-namespace {
 
 using nlohmann::json;
-
-const kube::ResourceInfo& namespaces() {
-  static const kube::ResourceInfo info = *kube::ResourceRegistry().find_resource("", "namespaces");
-  return info;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) throw std::runtime_error("cannot read " + path);
-  return {std::istreambuf_iterator<char>(file), {}};
-}
-
-// Member `index`: a fresh API test server, or the real cluster the index-th entry of
-// TESSEL_TEST_MEMBER_KUBECONFIGS names.
-std::unique_ptr<TestCluster> member_cluster(int index) {
-  if (const char* list = std::getenv(kMemberKubeconfigsVariable); list && *list)
-    throw std::runtime_error(std::string(kMemberKubeconfigsVariable) +
-                             " is set, but TestCluster::member is not here yet to open member " +
-                             std::to_string(index) + " from it");
-  return std::make_unique<TestCluster>();
-}
-
-}  // namespace
 
 Federation::Federation(const std::vector<MemberSpec>& members, const std::string& work_dir)
     : specs_(members), hub_(std::make_unique<TestCluster>()), work_dir_(work_dir) {
@@ -42,12 +15,8 @@ Federation::Federation(const std::vector<MemberSpec>& members, const std::string
   run_id_ = "e2e-" + hub_->namespace_name().substr(hub_->namespace_name().rfind('-') + 1);
   kubectl_ = std::make_unique<Kubectl>(hub_->kubeconfig_path(), namespace_name(),
                                        work_dir_ + "/kubectl-cache");
-  for (size_t i = 0; i < specs_.size(); ++i) {
-    members_.push_back(member_cluster(static_cast<int>(i)));
-    members_.back()->admin().create(
-        namespaces(), "",
-        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", namespace_name()}}}});
-  }
+  for (size_t i = 0; i < specs_.size(); ++i)
+    members_.push_back(TestCluster::member(static_cast<int>(i), namespace_name()));
 }
 
 Federation::~Federation() {
@@ -70,8 +39,6 @@ Federation::~Federation() {
       quietly([&] { hub_->admin().remove(memberclusters, "", member_name(i)); });
     }
   }
-  for (auto& member : members_)
-    quietly([&] { member->admin().remove(namespaces(), "", namespace_name()); });
 }
 
 std::string Federation::member_name(int index) const {
@@ -99,7 +66,7 @@ std::vector<json> Federation::member_manifests(int index) const {
            {"kind", "Secret"},
            {"metadata", {{"name", secret}, {"namespace", namespace_name()}}},
            {"type", "Opaque"},
-           {"stringData", {{"kubeconfig", read_file(members_.at(index)->kubeconfig_path())}}}},
+           {"stringData", {{"kubeconfig", members_.at(index)->self_contained_kubeconfig()}}}},
           {{"apiVersion", "tessel.dev/v1alpha1"},
            {"kind", "MemberCluster"},
            {"metadata", {{"name", name}, {"labels", {{kRunLabel, run_id_}}}}},

@@ -28,11 +28,11 @@ struct MemberSpec {
 
 class Federation {
  public:
-  // Starts (or connects to) the hub and one member per spec, creates the run's namespace in
-  // every member; kubectl's cache goes under work_dir. Throws when a cluster cannot be reached.
+  // Starts (or connects to) the hub and one member per spec (TestCluster::member, with the hub's
+  // namespace); kubectl's cache goes under work_dir. Throws when a cluster cannot be reached.
   Federation(const std::vector<MemberSpec>& members, const std::string& work_dir);
-  // Deletes what register_members() and the constructor made (MemberClusters, member
-  // namespaces); the TestClusters delete their own namespaces.
+  // Deletes the MemberClusters register_members() made; the TestClusters delete their own
+  // namespaces.
   ~Federation();
   Federation(const Federation&) = delete;
   Federation& operator=(const Federation&) = delete;
@@ -50,7 +50,8 @@ class Federation {
   // output; throws with kubectl's output when a command fails.
   std::string install_crds();
   // Per member, `kubectl apply` of its kubeconfig Secret (stringData.kubeconfig: the member's
-  // kubeconfig, self-contained) and its MemberCluster. Returns kubectl's output.
+  // self-contained kubeconfig: no file references) and its MemberCluster. Returns kubectl's
+  // output.
   std::string register_members();
 
   // The Secret and the MemberCluster register_members() applies for member `index`.
@@ -67,8 +68,5 @@ class Federation {
   std::unique_ptr<Kubectl> kubectl_;
   bool registered_ = false;
 };
-
-// The variable naming the member clusters' kubeconfigs (comma-separated, one per member).
-inline constexpr const char* kMemberKubeconfigsVariable = "TESSEL_TEST_MEMBER_KUBECONFIGS";
 
 }  // namespace tessel::testing

@@ -30,8 +30,8 @@ struct FleetMember {
   std::string cluster;  // the MemberCluster's name: how other clusters' nodes name its nodes
   std::string region;   // topology.kubernetes.io/region of its nodes; zone is "<region>a"
   std::shared_ptr<kube::Client> client;
-  int nodes = 2;
-  int gpus_per_node = 2;
+  int nodes = 0;
+  int gpus_per_node = 0;
 };
 
 // A node of member `member`: "<cluster>-gpu<k>" (the cluster's name holds the run's id, so the

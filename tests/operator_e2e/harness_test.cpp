@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "kube/base64.h"
 #include "kube/config.h"
 #include "placement/atomic_file.h"
+#include "tests/kubectl/child_process.h"
 #include "tests/operator_e2e/e2e_fixture.h"
 #include "tests/support/http_server.h"
 
@@ -30,12 +32,12 @@ const kube::ResourceInfo& builtin(const char* resource) {
 
 using E2eHarness = FederationE2e;
 
-TEST_F(E2eHarness, EachMemberHasTwoGpuNodesAnnotatedWithFastLinksInsideAndSlowOnesAcross) {
+TEST_F(E2eHarness, EachMemberHasGpuNodesAnnotatedWithFastLinksInsideAndSlowOnesAcross) {
   for (int m = 0; m < federation_->member_count(); ++m) {
     kube::ListOptions options;
     options.label_selector = std::string(kRunLabel) + "=" + federation_->run_id();
     const json nodes = federation_->member(m).admin().list(builtin("nodes"), "", options);
-    ASSERT_EQ(nodes["items"].size(), 2u) << nodes.dump();
+    ASSERT_EQ(nodes["items"].size(), size_t{kNodesPerMember}) << nodes.dump();
     for (const json& node : nodes["items"]) {
       const std::string name = node["metadata"]["name"];
       const json& labels = node["metadata"]["labels"];
@@ -43,7 +45,9 @@ TEST_F(E2eHarness, EachMemberHasTwoGpuNodesAnnotatedWithFastLinksInsideAndSlowOn
       EXPECT_EQ(labels.value("topology.kubernetes.io/region", ""), federation_->member_region(m));
       EXPECT_EQ(labels.value("topology.kubernetes.io/zone", ""),
                 federation_->member_region(m) + "a");
-      EXPECT_EQ(node["status"]["allocatable"].value("nvidia.com/gpu", ""), "2") << name;
+      EXPECT_EQ(node["status"]["allocatable"].value("nvidia.com/gpu", ""),
+                std::to_string(kGpusPerNode))
+          << name;
       EXPECT_EQ(condition_of(node, "Ready").value("status", ""), "True") << name;
 
       const api::NodeLinks links = api::parse_node_links(
@@ -60,7 +64,7 @@ TEST_F(E2eHarness, EachMemberHasTwoGpuNodesAnnotatedWithFastLinksInsideAndSlowOn
       }
     }
   }
-  EXPECT_EQ(fleet_->total_gpus(), 8);
+  EXPECT_EQ(fleet_->total_gpus(), 2 * kNodesPerMember * kGpusPerNode);
 }
 
 TEST_F(E2eHarness, MembersAreRegisteredWithSelfContainedKubeconfigsThatReachThem) {
@@ -161,18 +165,27 @@ TEST(E2eData, TheExampleDataHasAUnigramEntropyBelowAUniformByte) {
   EXPECT_LT(entropy, std::log(256.0));  // the loss of a model that learned nothing
 }
 
-TEST(E2eOperatorProcess, AnOperatorThatExitsAtStartIsReportedWithItsLog) {
+// A folder of its own for a case that writes files (cases run as parallel processes).
+std::string case_folder(const std::string& name) {
   const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("tessel-e2e-process-" + std::to_string(::getpid())))
+                           ("tessel-e2e-" + name + "-" + std::to_string(::getpid())))
                               .string();
   std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void write_script(const std::string& path, const std::string& text) {
+  placement::write_file_atomically(path, text);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+}
+
+TEST(E2eOperatorProcess, AnOperatorThatExitsAtStartIsReportedWithItsLog) {
+  const std::string dir = case_folder("process");
   const TestCertificateAuthority ca;
   placement::write_file_atomically(dir + "/ca.crt", ca.ca_pem());
   OperatorSettings settings;
   settings.binary = dir + "/fake-operator";
-  placement::write_file_atomically(settings.binary,
-                                   "#!/bin/sh\necho \"fake operator refuses: $*\"\nexit 3\n");
-  std::filesystem::permissions(settings.binary, std::filesystem::perms::owner_all);
+  write_script(settings.binary, "#!/bin/sh\necho \"fake operator refuses: $*\"\nexit 3\n");
   settings.tls_ca_file = dir + "/ca.crt";
   settings.identity = "replica-x";
   settings.data_root = "/data";
@@ -187,6 +200,47 @@ TEST(E2eOperatorProcess, AnOperatorThatExitsAtStartIsReportedWithItsLog) {
     EXPECT_NE(what.find("--stage-service-advertise=127.0.0.1:"), std::string::npos) << what;
     EXPECT_NE(what.find("--identity=replica-x"), std::string::npos) << what;
     EXPECT_NE(what.find("--data-root=/data"), std::string::npos) << what;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A stand-in for the operator that serves HTTPS on the address and with the certificate its flags
+// name (openssl s_server answers every GET with 200): the wrapper's health check passes over TLS
+// verified by the run's CA for 127.0.0.1, and stop() ends it.
+TEST(E2eOperatorProcess, AnOperatorServingHttpsWithTheRunsCertificateIsTakenForHealthy) {
+  if (!find_on_path("openssl")) GTEST_SKIP() << "no openssl on PATH";
+  const std::string dir = case_folder("https");
+  const TestCertificateAuthority ca;
+  const TestCertificate certificate = ca.issue_server();
+  OperatorSettings settings;
+  settings.tls_ca_file = dir + "/ca.crt";
+  settings.tls_cert_file = dir + "/tls.crt";
+  settings.tls_key_file = dir + "/tls.key";
+  placement::write_file_atomically(settings.tls_ca_file, ca.ca_pem());
+  placement::write_file_atomically(settings.tls_cert_file, certificate.cert_pem);
+  placement::write_file_atomically(settings.tls_key_file, certificate.key_pem);
+  settings.binary = dir + "/https-operator";
+  write_script(settings.binary, R"(#!/bin/sh
+for arg in "$@"; do case "$arg" in
+  --https-address=*) address="${arg#*=}" ;;
+  --tls-cert-file=*) cert="${arg#*=}" ;;
+  --tls-key-file=*) key="${arg#*=}" ;;
+esac; done
+exec openssl s_server -quiet -www -accept "$address" -cert "$cert" -key "$key"
+)");
+  settings.identity = "replica-https";
+  settings.log_file = dir + "/replica-https.log";
+  {
+    OperatorProcess process(settings);
+    EXPECT_TRUE(process.running());
+    EXPECT_NE(process.https_port(), process.stage_port());
+    const std::string health =
+        "https://127.0.0.1:" + std::to_string(process.https_port()) + "/healthz";
+    EXPECT_EQ(https_get_status(health, ca.ca_pem()), 200);
+    // A client trusting another CA gets no answer: the check is a real TLS verification.
+    EXPECT_EQ(https_get_status(health, TestCertificateAuthority().ca_pem()), 0);
+    EXPECT_EQ(process.stop(SIGKILL), 128 + SIGKILL);
+    EXPECT_FALSE(process.running());
   }
   std::filesystem::remove_all(dir);
 }

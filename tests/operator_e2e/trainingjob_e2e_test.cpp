@@ -1,0 +1,236 @@
+// The operator end to end, as a user meets it (issue 11, "Tests and figures"): TrainingJobs
+// applied in the hub with the real kubectl train across the GPU nodes of two member clusters,
+// `kubectl get trainingjobs` shows their progress, and deleting one leaves nothing anywhere; a
+// job too big for the free GPUs waits Pending and starts when another ends; suspend then resume
+// continues the step count; a bad job is refused by kubectl with the field named.
+//
+// Steps are few (the example has 300) to keep each case within a minute or so on two loaded
+// cores; every time bound below is a generous timeout, not a measurement.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/operator_e2e/e2e_fixture.h"
+
+namespace tessel::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// From apply to every pod Running (placement, pods in two clusters, the stages' rendezvous).
+constexpr seconds kStartTimeout{120};
+// A short job's whole training on two loaded cores.
+constexpr seconds kTrainTimeout{150};
+
+std::string job_selector(const std::string& name) { return std::string(kJobLabel) + "=" + name; }
+
+int64_t progress_step(const json& job) {
+  return job.value("/status/progress/step"_json_pointer, int64_t{0});
+}
+
+bool mentions(const std::string& text, const std::string& word) {
+  std::string lower = text, wanted = word;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  std::transform(wanted.begin(), wanted.end(), wanted.begin(), ::tolower);
+  return lower.find(wanted) != std::string::npos;
+}
+
+TEST_F(OperatorE2e, TheExampleJobTrainsAcrossBothMembersAndDeletingItLeavesNothing) {
+  constexpr int kSteps = 120;
+  EXPECT_EQ(kubectl_ok({"apply", "-f", example_job("fables", kSteps)}),
+            "trainingjob.tessel.dev/fables created\n");
+
+  // One pod per tasklet (2 stages x 2 replicas), in both members: the fleet's 4 GPUs.
+  size_t in_a = 0, in_b = 0;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        in_a = pods_in(0, job_selector("fables")).size();
+        in_b = pods_in(1, job_selector("fables")).size();
+        return in_a + in_b == 4;
+      },
+      kStartTimeout))
+      << "pods in member a: " << in_a << ", in member b: " << in_b;
+  EXPECT_GT(in_a, 0u);
+  EXPECT_GT(in_b, 0u);
+
+  // Running, with the step and the loss advancing, as `kubectl get trainingjobs` prints them.
+  struct Seen {
+    long step;
+    double loss;
+  };
+  std::vector<Seen> seen;
+  std::string table;
+  wait_for(
+      [&] {
+        const ProcessResult listed = kubectl({"get", "trainingjobs"});
+        if (listed.exit_code != 0) return false;
+        table = listed.out;
+        const std::string phase = table_cell(table, "fables", "PHASE").value_or("");
+        const std::string step = table_cell(table, "fables", "STEP").value_or("");
+        const std::string loss = table_cell(table, "fables", "LOSS").value_or("");
+        if (phase == "Running" && !step.empty() && !loss.empty() &&
+            (seen.empty() || std::stol(step) != seen.back().step))
+          seen.push_back({std::stol(step), std::stod(loss)});
+        return seen.size() >= 2 || phase == "Succeeded" || phase == "Failed";
+      },
+      kStartTimeout + kTrainTimeout);
+  ASSERT_GE(seen.size(), 2u) << "kubectl get trainingjobs did not show two steps while Running; "
+                             << "last:\n"
+                             << table;
+  EXPECT_GT(seen[1].step, seen[0].step) << table;
+  EXPECT_NE(seen[1].loss, seen[0].loss) << table;
+  const std::string clusters = table_cell(table, "fables", "CLUSTERS").value_or("");
+  EXPECT_TRUE(mentions(clusters, federation_->member_name(0)) &&
+              mentions(clusters, federation_->member_name(1)))
+      << table;
+
+  const json done = wait_for_phase("fables", "Succeeded", kTrainTimeout);
+  const double entropy = example_data_entropy();
+  EXPECT_EQ(progress_step(done), kSteps) << done["status"].dump();
+  EXPECT_LT(done.value("/status/progress/loss"_json_pointer, 1e9), entropy)
+      << "the final loss is not below the unigram entropy of the data (" << entropy << ")";
+  EXPECT_EQ(condition_of(done, "Succeeded").value("status", ""), "True") << done["status"].dump();
+
+  // Delete: the finalizer sweeps every member clean of the job's pods, ConfigMaps and Secrets.
+  const std::string uid = done["metadata"]["uid"];
+  EXPECT_FALSE(leftovers(uid).empty()) << "the job's member objects carry no " << kJobUidLabel;
+  EXPECT_EQ(kubectl_ok({"delete", "trainingjob", "fables", "--timeout=120s"}),
+            "trainingjob.tessel.dev \"fables\" deleted\n");
+  std::vector<std::string> left;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        left = leftovers(uid);
+        return left.empty();
+      },
+      seconds(60)))
+      << "left after delete: " << ::testing::PrintToString(left);
+  EXPECT_TRUE(trainingjob("fables").is_null());
+}
+
+TEST_F(OperatorE2e, AJobTooBigForTheFreeGpusWaitsPendingAndStartsWhenAnotherEnds) {
+  // "first" takes 2 of the 4 GPUs; "big" (the example, 4 GPUs) cannot fit until it ends.
+  kubectl_ok({"apply", "-f", example_job("first", 80, [](json& job) {
+                job["spec"]["parallelism"]["replicas"] = 1;
+              })});
+  wait_for_phase("first", "Running", kStartTimeout);
+  kubectl_ok({"apply", "-f", example_job("big", 20)});
+
+  json big;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        big = trainingjob("big");
+        if (big.value("/status/phase"_json_pointer, "") != "Pending") return false;
+        for (const json& condition : big["status"].value("conditions", json::array()))
+          if (condition.value("status", "") == "False" &&
+              mentions(condition.value("message", ""), "GPU"))
+            return true;
+        return false;
+      },
+      kStartTimeout))
+      << "big is not Pending with a condition that says GPUs are short: " << big.dump();
+  EXPECT_EQ(trainingjob("first").value("/status/phase"_json_pointer, ""), "Running")
+      << "first ended before big was seen waiting: the case proves nothing";
+  EXPECT_TRUE(pods_in(0, job_selector("big")).empty());
+  EXPECT_TRUE(pods_in(1, job_selector("big")).empty());
+
+  wait_for_phase("first", "Succeeded", kTrainTimeout);
+  const json started = wait_for_phase("big", "Succeeded", kStartTimeout + kTrainTimeout);
+  EXPECT_EQ(progress_step(started), 20) << started["status"].dump();
+}
+
+TEST_F(OperatorE2e, SuspendThenResumeContinuesTheStepCount) {
+  constexpr int kSteps = 300;
+  kubectl_ok({"apply", "-f", example_job("pausable", kSteps, [](json& job) {
+                job["spec"]["checkpoint"]["intervalSteps"] = 20;
+              })});
+  json job;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        job = trainingjob("pausable");
+        return progress_step(job) >= 60;
+      },
+      kStartTimeout + kTrainTimeout))
+      << job.value("status", json::object()).dump();
+
+  kubectl_ok(
+      {"patch", "trainingjob", "pausable", "--type=merge", "-p", R"({"spec":{"suspend":true}})"});
+  const json suspended = wait_for_phase("pausable", "Suspended", kStartTimeout);
+  EXPECT_EQ(condition_of(suspended, "Suspended").value("status", ""), "True")
+      << suspended["status"].dump();
+  const std::string uid = suspended["metadata"]["uid"];
+  EXPECT_TRUE(wait_for(
+      [&] {
+        return pods_in(0, job_selector("pausable")).empty() &&
+               pods_in(1, job_selector("pausable")).empty();
+      },
+      seconds(60)))
+      << "the pods of a suspended job are still there";
+  const int64_t checkpoint =
+      suspended.value("/status/progress/lastCheckpointStep"_json_pointer, int64_t{0});
+  const int64_t stopped_at = progress_step(suspended);
+  EXPECT_GE(checkpoint, 60) << suspended["status"].dump();
+  EXPECT_LT(stopped_at, kSteps) << "the job ended before it was suspended";
+
+  kubectl_ok(
+      {"patch", "trainingjob", "pausable", "--type=merge", "-p", R"({"spec":{"suspend":false}})"});
+  // The first step reported after the resume continues from the checkpoint: a restart from
+  // step 0 would report a step far below it (one status write a second, about ten steps each).
+  int64_t resumed_step = 0;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        job = trainingjob("pausable");
+        resumed_step = progress_step(job);
+        return job.value("/status/phase"_json_pointer, "") != "Suspended" && resumed_step > 0 &&
+               resumed_step != stopped_at;
+      },
+      kStartTimeout + kTrainTimeout))
+      << job.value("status", json::object()).dump();
+  EXPECT_GT(resumed_step, checkpoint) << "resumed from the checkpoint of step " << checkpoint;
+
+  const json done = wait_for_phase("pausable", "Succeeded", kTrainTimeout);
+  EXPECT_EQ(progress_step(done), kSteps) << done["status"].dump();
+}
+
+TEST_F(OperatorE2e, ABadJobIsRefusedByKubectlWithTheFieldNamed) {
+  // A bound of one field: the CRD's schema refuses it.
+  const ProcessResult zero_batch = kubectl(
+      {"apply", "-f",
+       example_job("zero-batch", 20, [](json& job) { job["spec"]["batch"]["microBatch"] = 0; })});
+  EXPECT_EQ(zero_batch.exit_code, 1) << describe(zero_batch);
+  EXPECT_NE(zero_batch.err.find("spec.batch.microBatch"), std::string::npos)
+      << describe(zero_batch);
+
+  // A rule across fields (global batch divisible by replicas x micro-batch): the webhook's.
+  const std::string uneven = example_job("uneven-batch", 20, [](json& job) {
+    job["spec"]["batch"]["globalBatch"] = 18;  // 2 replicas x 4 do not divide it
+  });
+  if (webhook_registered()) {
+    const ProcessResult refused = kubectl({"apply", "-f", uneven});
+    EXPECT_EQ(refused.exit_code, 1) << describe(refused);
+    EXPECT_NE(refused.err.find("denied the request"), std::string::npos) << describe(refused);
+    EXPECT_NE(refused.err.find("spec.batch.globalBatch"), std::string::npos) << describe(refused);
+    EXPECT_TRUE(trainingjob("uneven-batch").is_null());
+    return;
+  }
+  // No webhook (a real hub): the job is created, and the operator's reconcile flags it.
+  kubectl_ok({"apply", "-f", uneven});
+  json job;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        job = trainingjob("uneven-batch");
+        const json valid = condition_of(job, "Valid");
+        return valid.value("status", "") == "False" &&
+               valid.value("message", "").find("spec.batch.globalBatch") != std::string::npos;
+      },
+      kStartTimeout))
+      << job.value("status", json::object()).dump();
+  GTEST_SKIP() << "the webhook part: a real API server cannot reach the webhook this machine "
+                  "serves on 127.0.0.1 (checked instead: Valid=False naming the field)";
+}
+
+}  // namespace
+}  // namespace tessel::testing
