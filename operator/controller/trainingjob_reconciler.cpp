@@ -213,7 +213,11 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
       message += "; training resumes from the checkpoint of step " +
                  status["progress"]["lastCheckpointStep"].dump();
     }
-    if (!condition_is_true(conditions, "Suspended")) {
+    // Once, when the pods are gone: the reconcile that deleted them set Suspended True already
+    // (reason Suspending), so the status alone does not say whether this was announced.
+    const json* suspended = find_condition(conditions, "Suspended");
+    if (!suspended || !condition_is_true(conditions, "Suspended") ||
+        suspended->value("reason", "") != "Suspended") {
       record(object, kube::EventType::kNormal, "Suspended", message + ".");
     }
     set_condition(conditions, {"Suspended", "True", "Suspended", message + "."}, generation,
