@@ -23,7 +23,9 @@ nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
   const int64_t step = std::max<int64_t>(progress.step, 0);
   out["step"] = step;
   out["totalSteps"] = total_steps;
-  if (std::isfinite(progress.loss)) out["loss"] = progress.loss;
+  // Four decimals: what a person reads in `kubectl get trainingjobs` (and the full value is in
+  // the stage logs and /metrics).
+  if (std::isfinite(progress.loss)) out["loss"] = std::round(progress.loss * 1e4) / 1e4;
   const double rate =
       std::isfinite(progress.tokens_per_s) ? std::max(0.0, progress.tokens_per_s) : 0.0;
   out["tokensPerSecond"] = static_cast<int64_t>(std::llround(rate));
