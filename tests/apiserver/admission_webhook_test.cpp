@@ -478,6 +478,29 @@ TEST_F(AdmissionWebhookTest, InvalidConfigurationsAreRefusedWithEveryCause) {
   EXPECT_EQ(client_.get(kValidating + "/bad").status, 404);
 }
 
+TEST_F(AdmissionWebhookTest, ConfigurationsThatDoNotDecodeAreBadRequests) {
+  json bad_ca = webhook_entry("check.tessel.dev",
+                              {{"url", webhook_.url("/validate")}, {"caBundle", "no*base64"}},
+                              {config_map_rule()});
+  ClientResponse refused =
+      client_.send("POST", kValidating,
+                   webhook_configuration("ValidatingWebhookConfiguration", "bad", {bad_ca}));
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.json()["message"],
+            "ValidatingWebhookConfiguration in version \"v1\" cannot be handled as a "
+            "ValidatingWebhookConfiguration: illegal base64 data at input byte 2");
+  json rules_not_a_list = webhook_entry("check.tessel.dev", url_client(webhook_), {});
+  rules_not_a_list["rules"] = config_map_rule();
+  refused = client_.send(
+      "POST", kMutating,
+      webhook_configuration("MutatingWebhookConfiguration", "bad", {rules_not_a_list}));
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.json()["message"],
+            "MutatingWebhookConfiguration in version \"v1\" cannot be handled as a "
+            "MutatingWebhookConfiguration: json: cannot unmarshal object into Go struct field "
+            "MutatingWebhook.webhooks.rules of type []v1.RuleWithOperations");
+}
+
 TEST_F(AdmissionWebhookTest, ConfigurationsAreServedAndListedInDiscovery) {
   const json group = client_.get("/apis/admissionregistration.k8s.io/v1").json();
   std::set<std::string> names;

@@ -38,7 +38,7 @@ struct WriteOptions {
   std::string field_validation;  // "Ignore", "Warn" ("" means Warn), "Strict"
   // Who asked, for a request that came through the API: admission webhooks see the write.
   // Unset for the built-in controllers' own writes, which skip webhook admission.
-  std::optional<UserInfo> user;
+  std::optional<UserInfo> user = std::nullopt;
 };
 
 struct DeleteOptions {
@@ -48,7 +48,7 @@ struct DeleteOptions {
   std::optional<bool> orphan_dependents;
   std::string precondition_uid;
   std::string precondition_resource_version;
-  std::optional<UserInfo> user;  // as in WriteOptions
+  std::optional<UserInfo> user = std::nullopt;  // as in WriteOptions
 };
 // The query's options overridden by a DeleteOptions body, if any. ApiError 400 for a body
 // that is not a DeleteOptions, 422 for an unknown propagationPolicy.

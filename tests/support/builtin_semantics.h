@@ -64,7 +64,8 @@ std::vector<FieldError> validate_object_metadata_update(const nlohmann::json& ol
 // The request body fails to decode into the kind's Go type (a 400 BadRequest, not a 422): the
 // message of that Status, e.g. `Lease in version "v1" cannot be handled as a Lease: parsing
 // time "..." as "2006-01-02T15:04:05.000000Z07:00": cannot parse " 23:00:00" as "T"`, or
-// nullopt when the body decodes. Checks MicroTime and Time fields and a Secret's base64 data.
+// nullopt when the body decodes. Checks MicroTime and Time fields, a Secret's base64 data, and
+// a webhook configuration's lists, timeoutSeconds and caBundle (base64).
 std::optional<std::string> decode_error(const tessel::kube::ResourceInfo& info,
                                         const nlohmann::json& object);
 

@@ -249,6 +249,49 @@ std::optional<std::string> quantity_errors(const json* list) {
   return std::nullopt;
 }
 
+// encoding/json's name of a JSON value's type in "cannot unmarshal <type> into ...".
+std::string json_type(const json& value) {
+  if (value.is_string()) return "string";
+  if (value.is_number()) return "number";
+  if (value.is_boolean()) return "bool";
+  return value.is_array() ? "array" : "object";
+}
+
+// A Validating/MutatingWebhookConfiguration whose lists are not lists, whose timeoutSeconds is
+// not a number, or whose caBundle ([]byte) is not base64.
+std::optional<std::string> webhook_configuration_error(const std::string& kind,
+                                                       const json& object) {
+  const std::string hook =
+      kind == "ValidatingWebhookConfiguration" ? "ValidatingWebhook" : "MutatingWebhook";
+  auto cannot = [](const json& value, const std::string& field, const std::string& type) {
+    return "json: cannot unmarshal " + json_type(value) + " into Go struct field " + field +
+           " of type " + type;
+  };
+  if (!object.contains("webhooks") || object["webhooks"].is_null()) return std::nullopt;
+  const json& webhooks = object["webhooks"];
+  if (!webhooks.is_array()) return cannot(webhooks, kind + ".webhooks", "[]v1." + hook);
+  for (const json& webhook : webhooks) {
+    if (!webhook.is_object()) return cannot(webhook, kind + ".webhooks", "v1." + hook);
+    const json rules = webhook.value("rules", json());
+    if (!rules.is_null() && !rules.is_array()) {
+      return cannot(rules, hook + ".webhooks.rules", "[]v1.RuleWithOperations");
+    }
+    const json timeout = webhook.value("timeoutSeconds", json());
+    if (!timeout.is_null() && !timeout.is_number_integer()) {
+      return cannot(timeout, hook + ".webhooks.timeoutSeconds", "int32");
+    }
+    const json ca = webhook.value("clientConfig", json::object()).value("caBundle", json());
+    if (ca.is_string()) {
+      if (auto offset = base64_error(ca.get<std::string>())) {
+        return "illegal base64 data at input byte " + std::to_string(*offset);
+      }
+    } else if (!ca.is_null()) {
+      return cannot(ca, hook + ".webhooks.clientConfig.caBundle", "[]uint8");
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> kind_error(const tessel::kube::ResourceInfo& info, const json& object) {
   const TimeFields meta = {{{"metadata", "creationTimestamp"}, kTimeLayout},
                            {{"metadata", "deletionTimestamp"}, kTimeLayout}};
@@ -302,6 +345,7 @@ std::optional<std::string> kind_error(const tessel::kube::ResourceInfo& info, co
   if (group.empty() && (kind == "Namespace" || kind == "Service")) {
     return condition_time_errors(object, {"lastTransitionTime"});
   }
+  if (group == "admissionregistration.k8s.io") return webhook_configuration_error(kind, object);
   if (group.empty() && kind == "Secret") {
     if (const json* data = at_path(object, {"data"}); data != nullptr && data->is_object()) {
       for (const auto& [k, v] : data->items()) {
@@ -320,7 +364,8 @@ std::optional<std::string> kind_error(const tessel::kube::ResourceInfo& info, co
 std::optional<std::string> decode_error(const tessel::kube::ResourceInfo& info,
                                         const json& object) {
   const bool builtin = info.gvr.group.empty() || info.gvr.group == "coordination.k8s.io" ||
-                       info.gvr.group == "events.k8s.io";
+                       info.gvr.group == "events.k8s.io" ||
+                       info.gvr.group == "admissionregistration.k8s.io";
   if (!builtin || !object.is_object()) return std::nullopt;
   if (auto error = kind_error(info, object)) {
     return info.kind + " in version \"" + info.gvr.version + "\" cannot be handled as a " +
