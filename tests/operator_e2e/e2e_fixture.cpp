@@ -29,7 +29,8 @@ const std::string kSource = TESSEL_SOURCE_DIR;
 // How long the teardown waits for the operator to finish deleting the run's TrainingJobs.
 constexpr std::chrono::seconds kTeardownDeleteTimeout{60};
 
-const kube::ResourceInfo& builtin(const char* resource) {
+// A core resource, copied out of the registry (a temporary).
+kube::ResourceInfo builtin(const char* resource) {
   return *kube::ResourceRegistry().find_resource("", resource);
 }
 
@@ -272,7 +273,9 @@ void OperatorE2e::register_webhook(const OperatorProcess& replica) {
                               {"webhooks", {trainingjobs, memberclusters}}};
   const std::string path = work_dir_ + "/webhook.json";
   placement::write_file_atomically(path, configuration.dump(2));
-  const ProcessResult applied = kubectl({"apply", "-f", path});
+  // Re-pointed with a whole replace (PUT): the API test server's strategic merge does not yet
+  // merge the webhooks list by its key (name), as kube-apiserver does for `kubectl apply`.
+  const ProcessResult applied = kubectl({webhook_registered_ ? "replace" : "apply", "-f", path});
   if (applied.exit_code != 0)
     throw std::runtime_error("registering the webhook: " + describe(applied));
   webhook_registered_ = true;

@@ -26,7 +26,8 @@ namespace {
 
 using nlohmann::json;
 
-const kube::ResourceInfo& builtin(const char* resource) {
+// A core resource, copied out of the registry (a temporary).
+kube::ResourceInfo builtin(const char* resource) {
   return *kube::ResourceRegistry().find_resource("", resource);
 }
 

@@ -38,9 +38,9 @@ class LeaderElectionE2e : public OperatorE2e {
   // The run's Lease held by one of `identities` (the operator's namespace holds no other);
   // null when there is none yet.
   json held_lease(const std::set<std::string>& identities) {
-    const kube::ResourceInfo& leases =
-        *kube::ResourceRegistry().find_resource("coordination.k8s.io", "leases");
-    const json list = federation_->hub().admin().list(leases, federation_->namespace_name());
+    kube::Client& hub = federation_->hub().admin();
+    const json list = hub.list(hub.resource_for("coordination.k8s.io/v1", "Lease"),
+                               federation_->namespace_name());
     for (const json& lease : list.value("items", json::array()))
       if (identities.count(lease.value("/spec/holderIdentity"_json_pointer, ""))) return lease;
     return nullptr;
