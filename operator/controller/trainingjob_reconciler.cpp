@@ -47,17 +47,20 @@ std::string random_token() {
   return out.str();
 }
 
-// metadata.creationTimestamp ("2026-11-26T05:00:00Z"); nullopt when absent or malformed.
-std::optional<Clock::time_point> parse_timestamp(const json& object) {
-  const json* t = object.contains("metadata") ? &object["metadata"] : nullptr;
-  if (!t || !t->contains("creationTimestamp") || !(*t)["creationTimestamp"].is_string()) {
-    return std::nullopt;
-  }
+// An RFC 3339 time with whole seconds ("2026-11-26T05:00:00Z"); nullopt when malformed.
+std::optional<Clock::time_point> parse_rfc3339(const std::string& text) {
   std::tm tm{};
-  std::istringstream in((*t)["creationTimestamp"].get<std::string>());
+  std::istringstream in(text);
   in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
   if (in.fail()) return std::nullopt;
   return Clock::from_time_t(timegm(&tm));
+}
+
+// metadata.creationTimestamp; nullopt when absent or malformed.
+std::optional<Clock::time_point> creation_time(const json& object) {
+  const json metadata = object.value("metadata", json::object());
+  const json created = metadata.value("creationTimestamp", json());
+  return created.is_string() ? parse_rfc3339(created.get<std::string>()) : std::nullopt;
 }
 
 std::string join(const std::vector<std::string>& items, const std::string& separator,
@@ -222,6 +225,10 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     }
     set_condition(conditions, {"Suspended", "True", "Suspended", message + "."}, generation,
                   now_text());
+    if (find_condition(conditions, "Placed")) {
+      set_condition(conditions, {"Placed", "False", "Suspended", message + "."}, generation,
+                    now_text());
+    }
     return write_status(object, std::move(status), {});
   }
   if (find_condition(conditions, "Suspended")) {
@@ -234,15 +241,15 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
       // The pods went away under the job (deleted by someone, or their nodes lost).
       return fail_attempt(job, status, "its stage pods are gone");
     }
-    // Back off after a failed attempt.
-    if (const json* c = find_condition(conditions, "Running");
-        c && c->value("reason", "") == "Restarting") {
-      const std::optional<Clock::time_point> since = [&]() -> std::optional<Clock::time_point> {
-        json probe = {{"metadata", {{"creationTimestamp", c->value("lastTransitionTime", "")}}}};
-        return parse_timestamp(probe);
-      }();
-      const auto ready_at =
-          since.value_or(now()) + std::chrono::seconds(job.spec.failure_policy.backoff_seconds);
+    // Back off after a failed attempt. fail_attempt flips Placed from True to False (reason
+    // Restarting), so its lastTransitionTime is when the last attempt was torn down (the
+    // Running condition may have been False since an earlier restart and would not move).
+    const int backoff = job.spec.failure_policy.backoff_seconds;
+    if (const json* c = find_condition(conditions, "Placed");
+        backoff > 0 && c && c->value("reason", "") == "Restarting") {
+      // Times have whole seconds: the teardown was before the next one.
+      const auto ready_at = parse_rfc3339(c->value("lastTransitionTime", "")).value_or(now()) +
+                            std::chrono::seconds(1 + backoff);
       if (now() < ready_at) {
         return write_status(
             object, std::move(status),
@@ -251,6 +258,36 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
       }
     }
     return start(job, status);
+  }
+
+  // Pods of an earlier attempt, or being deleted: the gang they belong to is being torn down.
+  // A new attempt waits until they are gone (they hold their GPUs, and its pods take the same
+  // names); one of the current attempt going away under a starting or running job fails it.
+  const int64_t attempt = restarts_of(status);
+  std::string stale;
+  int stale_count = 0;
+  for (const auto& [cluster, list] : pods) {
+    for (const json& pod : list) {
+      const bool deleting = kube::is_being_deleted(pod);
+      const bool current = kube::get_annotation(pod, kAttemptAnnotation) == std::to_string(attempt);
+      if (deleting || !current) {
+        ++stale_count;
+        if (stale.empty())
+          stale = cluster + "/" + kube::object_name(pod) +
+                  (current ? " is being deleted" : " is left from an earlier start attempt");
+      }
+    }
+  }
+  if (stale_count > 0) {
+    if (phase == "Starting" || phase == "Running") return fail_attempt(job, status, stale);
+    delete_remote_objects(object, /*pods_only=*/true);
+    set_condition(conditions,
+                  {"Ready", "False", "PodsTerminating",
+                   "Waiting for " + std::to_string(stale_count) +
+                       " stage pod(s) of the last start attempt to terminate (" + stale + ")."},
+                  generation, now_text());
+    return write_status(object, std::move(status),
+                        {.requeue_after = std::chrono::milliseconds(1000)});
   }
 
   // Pods exist: follow the gang of the current attempt.
@@ -262,7 +299,6 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     return write_status(object, std::move(status),
                         {.requeue_after = std::chrono::milliseconds(1000)});
   }
-  const int64_t attempt = restarts_of(status);
   const GangState gang = observe_gang(tasklets, job.name, pods, attempt);
   stages_.register_job(key, api::stage_job_id(uid), static_cast<int>(tasklets.size()),
                        token_for(object));
@@ -302,7 +338,7 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     std::optional<Clock::time_point> created;
     for (const auto& [cluster, list] : pods) {
       for (const json& pod : list) {
-        const auto t = parse_timestamp(pod);
+        const auto t = creation_time(pod);
         if (t && (!created || *t < *created)) created = t;
       }
     }
@@ -570,6 +606,7 @@ kube::ReconcileResult TrainingJobReconciler::fail_attempt(const api::TrainingJob
                               " s, from the last checkpoint: " + why;
   set_condition(conditions, {"Running", "False", "Restarting", message}, generation, now_text());
   set_condition(conditions, {"Ready", "False", "Restarting", message}, generation, now_text());
+  set_condition(conditions, {"Placed", "False", "Restarting", message}, generation, now_text());
   record(object, kube::EventType::kWarning, "Restarting", message);
   return write_status(
       object, std::move(status),
