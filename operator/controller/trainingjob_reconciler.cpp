@@ -34,6 +34,11 @@ const kube::ResourceInfo& resource(const std::string& kind) {
 
 std::string job_key(const json& job) { return kube::object_key(job); }
 
+// How long a pod the reconciler created holds its GPUs without the member's cache showing it.
+// A watch delivers a new pod well within this; a pod deleted before the cache listed it is
+// never shown, and must not hold its GPUs forever.
+constexpr std::chrono::seconds kAssumedPodTtl{60};
+
 std::string random_token() {
   unsigned char bytes[32];
   size_t got = 0;
@@ -654,25 +659,26 @@ std::vector<GpuNode> TrainingJobReconciler::candidates(const api::TrainingJob& j
                                                        std::vector<std::string>& notes) {
   std::vector<GpuNode> out;
   const std::string uid = kube::object_uid(job.object);
-  std::map<std::string, std::vector<json>> assumed;
+  std::map<std::string, std::vector<AssumedPod>> assumed;
   {
     std::lock_guard lock(mutex_);
     assumed = assumed_;
   }
+  const auto expired = std::chrono::steady_clock::now() - kAssumedPodTtl;
   for (const std::shared_ptr<const MemberView>& member : members_.members()) {
     if (!member->synced || member->suspended) continue;
     if (!job.spec.placement.cluster_selector.matches(member->labels)) continue;
     std::vector<json> pods = member->pods();
     // Assumed pods the cache has not shown yet still hold their GPUs.
-    std::vector<json>& mine = assumed[member->name];
-    std::erase_if(mine, [&](const json& a) {
-      return std::any_of(pods.begin(), pods.end(), [&](const json& p) {
-        return kube::object_namespace(p) == kube::object_namespace(a) &&
-               kube::object_name(p) == kube::object_name(a) &&
-               kube::get_label(p, kJobUidLabel) == kube::get_label(a, kJobUidLabel);
-      });
+    std::vector<AssumedPod>& mine = assumed[member->name];
+    std::erase_if(mine, [&](const AssumedPod& a) {
+      return a.created < expired || std::any_of(pods.begin(), pods.end(), [&](const json& p) {
+               return kube::object_namespace(p) == kube::object_namespace(a.pod) &&
+                      kube::object_name(p) == kube::object_name(a.pod) &&
+                      kube::get_label(p, kJobUidLabel) == kube::get_label(a.pod, kJobUidLabel);
+             });
     });
-    pods.insert(pods.end(), mine.begin(), mine.end());
+    for (const AssumedPod& a : mine) pods.push_back(a.pod);
     Candidates c = candidate_nodes(member->name, member->region, member->nodes(), pods,
                                    job.spec.placement.gpu_selector, uid);
     for (GpuNode& node : c.nodes) out.push_back(std::move(node));
@@ -689,8 +695,8 @@ std::vector<GpuNode> TrainingJobReconciler::candidates(const api::TrainingJob& j
 void TrainingJobReconciler::remember_assumed(const std::string& cluster,
                                              const std::vector<json>& pods) {
   std::lock_guard lock(mutex_);
-  auto& list = assumed_[cluster];
-  list.insert(list.end(), pods.begin(), pods.end());
+  const auto now = std::chrono::steady_clock::now();
+  for (const json& pod : pods) assumed_[cluster].push_back({pod, now});
 }
 
 std::map<std::string, std::vector<json>> TrainingJobReconciler::pods_of(

@@ -113,8 +113,13 @@ class TrainingJobReconciler {
   mutable std::mutex mutex_;                   // guards the maps below
   std::map<std::string, std::string> tokens_;  // job uid -> token
   // Pods created but not yet seen in a member's cache, by cluster (the scheduler's "assumed"
-  // pods): they hold their GPUs for the next placement.
-  std::map<std::string, std::vector<nlohmann::json>> assumed_;
+  // pods): they hold their GPUs for the next placement until the cache shows them, or for
+  // 60 s (kAssumedPodTtl: a pod deleted before the cache saw it is never seen).
+  struct AssumedPod {
+    nlohmann::json pod;
+    std::chrono::steady_clock::time_point created;
+  };
+  std::map<std::string, std::vector<AssumedPod>> assumed_;
   std::map<std::string, std::chrono::steady_clock::time_point> progress_written_;
   std::map<std::string, bool> waiting_;
   std::mutex placing_;  // one placement at a time: two jobs never get the same GPU
