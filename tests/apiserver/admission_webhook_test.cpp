@@ -152,6 +152,36 @@ TEST_F(AdmissionWebhookTest, MutatingPatchesApplyBeforeValidationAndValidatingWe
   EXPECT_EQ(client_.get(kConfigMaps + "/one").json()["data"]["k"], "patched");
 }
 
+TEST_F(AdmissionWebhookTest, AnIfNeededWebhookIsCalledAgainWhenALaterOneChangedTheObject) {
+  TestWebhook adder;
+  adder.answer([](const json& request) {
+    if (request["object"]["metadata"]["labels"].contains("added")) return json{{"allowed", true}};
+    const json patch =
+        json::array({{{"op", "add"}, {"path", "/metadata/labels/added"}, {"value", "yes"}}});
+    return json{{"allowed", true},
+                {"patchType", "JSONPatch"},
+                {"patch", kube::base64_encode(patch.dump())}};
+  });
+  json first =
+      webhook_entry("first.tessel.dev", url_client(webhook_, "/mutate"), {config_map_rule()});
+  first["reinvocationPolicy"] = "IfNeeded";
+  install_mutating({first}, "a-first");
+  install_mutating(
+      {webhook_entry("adder.tessel.dev", url_client(adder, "/mutate"), {config_map_rule()})},
+      "b-adder");
+  ASSERT_EQ(client_.send("POST", kConfigMaps, config_map("one")).status, 201);
+  const std::vector<json> calls = webhook_.requests();
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_FALSE(calls[0]["object"]["metadata"]["labels"].contains("added"));
+  EXPECT_EQ(calls[1]["object"]["metadata"]["labels"]["added"], "yes");
+  EXPECT_EQ(adder.requests().size(), 1u);
+
+  // Nothing changed after it: a webhook is called once, IfNeeded or not.
+  ASSERT_EQ(client_.send("POST", kConfigMaps, config_map("two", {{"added", "already"}})).status,
+            201);
+  EXPECT_EQ(webhook_.requests().size(), 3u);
+}
+
 TEST_F(AdmissionWebhookTest, APatchThatDoesNotApplyIsAnInternalError) {
   TestWebhook mutator;
   mutator.answer([](const json&) {

@@ -293,17 +293,32 @@ std::vector<json> WebhookAdmission::matching(const std::string& resource,
 
 void WebhookAdmission::mutate(const AdmissionRequest& request, json& object, const json& old_object,
                               std::vector<std::string>& warnings) const {
-  for (const json& webhook :
-       matching("mutatingwebhookconfigurations", request, object, old_object)) {
+  const std::vector<json> hooks =
+      matching("mutatingwebhookconfigurations", request, object, old_object);
+  // Calls one webhook and applies its patch; true when the object changed.
+  auto invoke = [&](const json& webhook) {
     const std::string uid = new_uid();
     const json review = review_request(request, uid, object, old_object);
     const json patch = settle(webhook, call(store_, webhook, review, uid, true), warnings);
-    if (patch.is_null() || object.is_null()) continue;
+    if (patch.is_null() || object.is_null()) return false;
+    json patched;
     try {
-      object = json_patch(in_version(object, *request.type), patch);
+      patched = json_patch(in_version(object, *request.type), patch);
     } catch (const std::exception& error) {
       throw internal_error(error.what());
     }
+    const bool changed = patched != in_version(object, *request.type);
+    object = std::move(patched);
+    return changed;
+  };
+  std::size_t last_change = 0;  // one past the last webhook that changed the object
+  for (std::size_t i = 0; i < hooks.size(); ++i) {
+    if (invoke(hooks[i])) last_change = i + 1;
+  }
+  // reinvocationPolicy IfNeeded: a webhook that ran before a later one changed the object is
+  // called once more, in the same order.
+  for (std::size_t i = 0; i + 1 < last_change; ++i) {
+    if (hooks[i].value("reinvocationPolicy", "Never") == "IfNeeded") invoke(hooks[i]);
   }
 }
 

@@ -10,8 +10,10 @@
 // (timeout, refused, bad certificate, bad response) is an InternalError
 // `failed calling webhook "<name>": ...` under failurePolicy Fail and is skipped under Ignore.
 // Warnings in responses come back as Warning headers. The configurations themselves are never
-// sent to webhooks (as kube-apiserver exempts them). reinvocationPolicy IfNeeded is not honoured
-// (each mutating webhook is called once).
+// sent to webhooks (as kube-apiserver exempts them). A mutating webhook with reinvocationPolicy
+// IfNeeded is called a second time when a later one changed the object. matchPolicy Equivalent
+// matches as Exact: each resource is served in one version. Built-in controllers' writes (garbage
+// collector, namespace and CRD finalizers) do not go through webhooks.
 #pragma once
 
 #include <nlohmann/json.hpp>
