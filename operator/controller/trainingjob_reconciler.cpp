@@ -347,8 +347,9 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
         if (t && (!created || *t < *created)) created = t;
       }
     }
+    // creationTimestamp has whole seconds: the pod was made before the next one.
     const auto deadline = created.value_or(now()) +
-                          std::chrono::seconds(job.spec.failure_policy.start_timeout_seconds);
+                          std::chrono::seconds(1 + job.spec.failure_policy.start_timeout_seconds);
     if (now() >= deadline) {
       return fail_attempt(
           job, status,
