@@ -1,4 +1,5 @@
-// The operator end to end, as a user meets it (issue 11, "Tests and figures"): TrainingJobs
+// The operator end to end, as a user meets it (issue 11, "Tests and figures"): the members
+// registered show Reachable with their nodes and GPUs; TrainingJobs
 // applied in the hub with the real kubectl train across the GPU nodes of two member clusters,
 // `kubectl get trainingjobs` shows their progress, and deleting one leaves nothing anywhere; a
 // job too big for the free GPUs waits Pending and starts when another ends; suspend then resume
@@ -37,6 +38,26 @@ bool mentions(const std::string& text, const std::string& word) {
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
   std::transform(wanted.begin(), wanted.end(), wanted.begin(), ::tolower);
   return lower.find(wanted) != std::string::npos;
+}
+
+TEST_F(OperatorE2e, TheMembersAreReachableWithTheirNodesAndGpusCounted) {
+  std::string table;
+  const bool counted = wait_for(
+      [&] {
+        const ProcessResult listed = kubectl(
+            {"get", "memberclusters", "-l", std::string(kRunLabel) + "=" + federation_->run_id()});
+        table = listed.out;
+        for (int m = 0; m < federation_->member_count(); ++m) {
+          const std::string name = federation_->member_name(m);
+          if (table_cell(table, name, "REACHABLE") != "True" ||
+              table_cell(table, name, "NODES") != std::to_string(kNodesPerMember) ||
+              table_cell(table, name, "GPUS") != std::to_string(kNodesPerMember * kGpusPerNode))
+            return false;
+        }
+        return true;
+      },
+      kStartTimeout);
+  EXPECT_TRUE(counted) << "kubectl get memberclusters:\n" << table;
 }
 
 TEST_F(OperatorE2e, TheExampleJobTrainsAcrossBothMembersAndDeletingItLeavesNothing) {
