@@ -3,6 +3,8 @@
 #include <map>
 
 #include "api/crds.h"
+#include "api/pod_template.h"
+#include "api/pod_template.h"
 #include "api/yaml_json.h"
 #include "placement/limits.h"
 
@@ -155,6 +157,9 @@ void check_rules(const json& spec_json, std::vector<FieldError>& errors) {
   if (data.contains("text") == data.contains("synthetic")) {
     errors.push_back({"spec.data", "give exactly one of text (a file of bytes) or synthetic"});
   }
+  const std::vector<FieldError> pod_template =
+      pod_template_errors(spec_json.value("template", json::object()));
+  errors.insert(errors.end(), pod_template.begin(), pod_template.end());
   const json& model = spec_json.at("model");
   if (!model.contains("preset")) {
     for (const char* field : {"layers", "hidden", "heads", "seqLen"}) {

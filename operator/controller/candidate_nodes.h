@@ -9,11 +9,12 @@
 #include <vector>
 
 #include "api/label_selector.h"
+#include "api/pod_template.h"
 #include "operator/controller/labels.h"
 
 namespace tessel::controller {
 
-inline constexpr const char* kGpuResource = "nvidia.com/gpu";
+using api::kGpuResource;
 inline constexpr const char* kGpuProductLabel = "nvidia.com/gpu.product";
 inline constexpr const char* kRegionLabel = "topology.kubernetes.io/region";
 inline constexpr const char* kZoneLabel = "topology.kubernetes.io/zone";

@@ -12,14 +12,15 @@
 #include <vector>
 
 #include "api/manifest_error.h"
+#include "api/pod_template.h"
 #include "api/trainingjob.h"
 
 namespace tessel::controller {
 
 // Where the stage pod finds its files; job.json names the token and CA files by these paths.
-inline constexpr const char* kJobFileDirectory = "/etc/tessel/job";        // the ConfigMap
-inline constexpr const char* kJobFilePath = "/etc/tessel/job/job.json";    // its key job.json
-inline constexpr const char* kStageSecretDirectory = "/etc/tessel/stage";  // the Secret
+using api::kJobFileDirectory;
+inline constexpr const char* kJobFilePath = "/etc/tessel/job/job.json";  // its key job.json
+using api::kStageSecretDirectory;
 inline constexpr const char* kStageTokenPath = "/etc/tessel/stage/token";
 inline constexpr const char* kStageCaPath = "/etc/tessel/stage/ca.crt";
 // The same two files as job.json names them: relative to the job file's folder, which
@@ -29,11 +30,11 @@ inline constexpr const char* kStageCaPath = "/etc/tessel/stage/ca.crt";
 inline constexpr const char* kStageTokenFromJobFile = "../stage/token";
 inline constexpr const char* kStageCaFromJobFile = "../stage/ca.crt";
 // The env variable holding the address a stage advertises (job.json's advertise_env).
-inline constexpr const char* kPodIpVariable = "POD_IP";
+using api::kPodIpVariable;
 // The stage pod's container, and the two volumes tessel adds beside the template's.
 inline constexpr const char* kStageContainerName = "stage";
-inline constexpr const char* kJobFileVolume = "tessel-job";
-inline constexpr const char* kStageSecretVolume = "tessel-stage";
+using api::kJobFileVolume;
+using api::kStageSecretVolume;
 
 // One tasklet of the placement: rank = replica x stages + stage, on `node` of member `cluster`.
 struct TaskletPlace {
@@ -67,10 +68,8 @@ struct MemberObjects {
 // that is not a valid label value).
 std::vector<MemberObjects> build_stage_objects(const StageObjectsInput& input);
 
-// Every reason spec.template cannot be merged into a stage pod, each naming its field: a GPU
-// count other than 1 (tessel gives each stage one GPU), an env POD_IP (tessel sets it), a
-// volume named like tessel's or twice, a mount at tessel's paths or of a volume not given.
-std::vector<api::FieldError> pod_template_errors(const nlohmann::json& pod_template);
+// The template rules live with the TrainingJob's other rules (api/pod_template.h).
+using api::pod_template_errors;
 
 std::string stage_pod_name(const std::string& job, int stage, int replica);
 std::string stage_object_name(const std::string& job);  // the Secret and the ConfigMap

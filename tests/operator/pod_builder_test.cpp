@@ -286,10 +286,14 @@ TEST(PodTemplateErrors, EveryRefusalNamesItsField) {
             "mount needs its own path");
 }
 
-TEST(PodTemplateErrors, TheBuilderRefusesWithEveryErrorOfTheJob) {
-  const api::TrainingJob job =
-      fables("research", json::parse(R"({"resources": {"limits": {"nvidia.com/gpu": "8"}},
-                                  "env": [{"name": "POD_IP", "value": "x"}]})"));
+TEST(PodTemplateErrors, TheJobsParserAndTheBuilderRefuseWithEveryError) {
+  const json bad = json::parse(R"({"resources": {"limits": {"nvidia.com/gpu": "8"}},
+                                  "env": [{"name": "POD_IP", "value": "x"}]})");
+  // The rules are the TrainingJob's (api/pod_template.h): its parser refuses the job at once.
+  EXPECT_THROW(fables("research", bad), api::ManifestError);
+  // And the builder still refuses a spec that did not come through the parser.
+  api::TrainingJob job = fables("research");
+  job.spec.pod_template = bad;
   try {
     build_stage_objects(input_for(job));
     FAIL() << "a template asking for 8 GPUs was built";
