@@ -3,13 +3,18 @@
 // FederationE2e: everything but the operator. A hub and two member clusters (federation.h),
 // crds/ installed with the real kubectl, the members registered (kubeconfig Secret +
 // MemberCluster each), GPU nodes in both members played by process kubelets (gpu_fleet.h:
-// member a and b, 2 nodes x 2 GPUs each, fast links inside a cluster, a slow one between), TLS
-// material for the operator (a CA, and a certificate for 127.0.0.1 and localhost), and helpers
-// that read the clusters through the API. Tests skip visibly without kubectl on $PATH.
+// member a and b, kNodesPerMember x kGpusPerNode each, fast links inside a cluster, a slow one
+// between), TLS material for the operator (a CA, and a certificate for 127.0.0.1 and localhost),
+// and helpers that read the clusters through the API. Tests skip visibly without kubectl on $PATH.
 //
 // OperatorE2e: the same, plus tessel-operator as its own process (operator_process.h) and the
 // ValidatingWebhookConfiguration that sends TrainingJobs and MemberClusters to it. Tests skip
 // visibly while the operator binary has not been built.
+//
+// Real servers (TESSEL_TEST_KUBECONFIG and TESSEL_TEST_MEMBER_KUBECONFIGS): the same cases run,
+// the kubelets registering their nodes there; a job selects only its run's members and nodes, but
+// each case's operator watches the TrainingJobs of the whole hub, so run the cases one at a time
+// there (ctest -L e2e -j1).
 //
 // On failure the teardown prints the tail of the operator's and the kubelets' logs and keeps the
 // work folder (its path is printed); on success the folder is removed.
