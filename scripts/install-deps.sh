@@ -11,7 +11,8 @@ packages=(
   libopenblas-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libcpprest-dev  # the operator's HTTPS server (admission webhook)
-  python3  # bench/gpu's table script, checked by a smoke test
+  python3  # bench/gpu's table script, checked by a smoke test; the operator demo
+  curl  # the operator demo waits for its /healthz
 )
 # Tests of what users type run the real kubectl: whichever is on PATH, else Debian's.
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
