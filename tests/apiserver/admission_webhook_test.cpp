@@ -198,6 +198,21 @@ TEST_F(AdmissionWebhookTest, APatchThatDoesNotApplyIsAnInternalError) {
   EXPECT_EQ(client_.get(kConfigMaps + "/one").status, 404);
 }
 
+TEST_F(AdmissionWebhookTest, AResponseKubeApiserverWouldNotAcceptIsAFailedCall) {
+  webhook_.answer([](const json&) {
+    return json{
+        {"allowed", true}, {"patchType", "JSONPatch"}, {"patch", kube::base64_encode("[]")}};
+  });
+  install_validating(
+      {webhook_entry("patcher.tessel.dev", url_client(webhook_), {config_map_rule()})});
+  const ClientResponse failed = client_.send("POST", kConfigMaps, config_map("one"));
+  EXPECT_EQ(failed.status, 500);
+  EXPECT_EQ(failed.json()["message"],
+            "Internal error occurred: failed calling webhook \"patcher.tessel.dev\": received "
+            "invalid webhook response: validating webhook may not return response.patch or "
+            "response.patchType");
+}
+
 TEST_F(AdmissionWebhookTest, UpdatesPatchesAndDeletesCarryTheOldObjectAndTheirOptions) {
   ASSERT_EQ(client_.send("POST", kConfigMaps, config_map("one")).status, 201);
   install_validating(

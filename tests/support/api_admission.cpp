@@ -155,11 +155,18 @@ std::variant<Verdict, CallFailure> read_response(const json& review, const std::
     }
   }
   if (!patch.empty() && verdict.allowed) {
+    // response.patch is []byte: base64 that does not decode fails the response's decoding.
     const std::optional<std::string> bytes = kube::base64_decode(patch);
-    const json operations =
-        bytes ? json::parse(*bytes, nullptr, false) : json(json::value_t::discarded);
-    if (operations.is_discarded() || !operations.is_array()) {
-      throw internal_error("json: cannot unmarshal the webhook's patch into a JSON patch");
+    if (!bytes) return CallFailure{"failed to call webhook: illegal base64 data in response.patch"};
+    // jsonpatch.DecodePatch's refusal is an internal error, whatever the failurePolicy.
+    const json operations = json::parse(*bytes, nullptr, false);
+    if (operations.is_discarded()) {
+      throw internal_error("invalid character in the webhook's patch: it is not JSON");
+    }
+    if (!operations.is_array()) {
+      throw internal_error("json: cannot unmarshal " +
+                           std::string(operations.is_object() ? "object" : "value") +
+                           " into Go value of type jsonpatch.Patch");
     }
     verdict.patch = operations;
   }

@@ -170,8 +170,8 @@ VerbResult ApiVerbs::remove(const ObjectRef& ref, const DeleteOptions& options) 
     std::vector<std::string> warnings;
     if (options.user) {
       // Mutating webhooks see neither object on DELETE; validating ones see the stored one.
-      const AdmissionRequest request = admission_request(
-          ref, "DELETE", *options.user, options.dry_run, "DeleteOptions", delete_options(options));
+      const AdmissionRequest request = admission_request(ref, ref.name, "DELETE", *options.user,
+                                                         options.dry_run, delete_options(options));
       json none;
       admission_.mutate(request, none, nullptr, warnings);
       admission_.validate(request, nullptr, *current, warnings);

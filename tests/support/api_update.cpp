@@ -220,11 +220,8 @@ json ApiVerbs::prepare_update(const ObjectRef& ref, const json& current, json pr
   if (!rules.managed_by_apply) {
     record_update(proposed, current, options.manager, ref.subresource, type.merge_types());
   }
-  json update_options = json::object();
-  if (!options.manager.empty()) update_options["fieldManager"] = options.manager;
   const std::optional<AdmissionRequest> admission =
-      options.user ? std::optional(admission_request(ref, "UPDATE", *options.user, options.dry_run,
-                                                     "UpdateOptions", update_options))
+      options.user ? std::optional(write_admission(ref, ref.name, "UPDATE", options))
                    : std::nullopt;
   if (admission) {
     const json before = proposed;

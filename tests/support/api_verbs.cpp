@@ -14,16 +14,26 @@ ApiVerbs::ApiVerbs(ObjectStore& store, ServedResources& resources,
                    std::chrono::milliseconds future_wait)
     : store_(store), resources_(resources), future_wait_(future_wait), admission_(store) {}
 
-AdmissionRequest ApiVerbs::admission_request(const ObjectRef& ref, const std::string& operation,
-                                             const UserInfo& user, bool dry_run,
-                                             const std::string& options_kind, json options) {
+AdmissionRequest ApiVerbs::admission_request(const ObjectRef& ref, const std::string& name,
+                                             const std::string& operation, const UserInfo& user,
+                                             bool dry_run, json fields) {
   const ResourceType& type = *ref.type;
   const bool is_namespace = type.group().empty() && type.resource() == "namespaces";
-  options["kind"] = options_kind;
-  options["apiVersion"] = "meta.k8s.io/v1";
-  if (dry_run) options["dryRun"] = json::array({"All"});
-  return {&type, ref.subresource, operation, is_namespace ? ref.name : ref.namespace_, ref.name,
-          user,  dry_run,         options};
+  fields["kind"] = operation == "CREATE"   ? "CreateOptions"
+                   : operation == "UPDATE" ? "UpdateOptions"
+                                           : "DeleteOptions";
+  fields["apiVersion"] = "meta.k8s.io/v1";
+  if (dry_run) fields["dryRun"] = json::array({"All"});
+  return {&type, ref.subresource, operation, is_namespace ? name : ref.namespace_, name,
+          user,  dry_run,         fields};
+}
+
+AdmissionRequest ApiVerbs::write_admission(const ObjectRef& ref, const std::string& name,
+                                           const std::string& operation,
+                                           const WriteOptions& options) {
+  json fields = json::object();
+  if (!options.manager.empty()) fields["fieldManager"] = options.manager;
+  return admission_request(ref, name, operation, *options.user, options.dry_run, fields);
 }
 
 void ApiVerbs::redecode(const ResourceType& type, json& object) {
@@ -40,14 +50,9 @@ void ApiVerbs::mutate_created(const ObjectRef& ref, json& object, const WriteOpt
   for (const char* filled_in : {"uid", "creationTimestamp", "generation"})
     metadata.erase(filled_in);
   if (name_generated) metadata.erase("name");
-  json fields = json::object();
-  if (!options.manager.empty()) fields["fieldManager"] = options.manager;
-  ObjectRef named = ref;
-  named.name = meta_string(decoded, "name");
-  const AdmissionRequest request =
-      admission_request(named, "CREATE", *options.user, options.dry_run, "CreateOptions", fields);
   const json before = decoded;
-  admission_.mutate(request, decoded, nullptr, warnings);
+  admission_.mutate(write_admission(ref, meta_string(decoded, "name"), "CREATE", options), decoded,
+                    nullptr, warnings);
   if (decoded == before) return;
   redecode(type, decoded);
   for (const char* filled_in : {"uid", "creationTimestamp", "generation"}) {
@@ -144,12 +149,7 @@ VerbResult ApiVerbs::commit_create(const ObjectRef& ref, json object, const Writ
       throw invalid(type.kind(), type.group(), meta_string(object, "name"), errors);
     validate(type, object, nullptr);
     if (options.user) {
-      json fields = json::object();
-      if (!options.manager.empty()) fields["fieldManager"] = options.manager;
-      ObjectRef named = ref;
-      named.name = meta_string(object, "name");
-      admission_.validate(admission_request(named, "CREATE", *options.user, options.dry_run,
-                                            "CreateOptions", fields),
+      admission_.validate(write_admission(ref, meta_string(object, "name"), "CREATE", options),
                           object, nullptr, warnings);
     }
     if (options.dry_run) return {201, in_version(object, type), warnings};

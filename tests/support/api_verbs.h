@@ -120,12 +120,16 @@ class ApiVerbs {
   // fills in uid, creationTimestamp, generation and a generated name.
   void mutate_created(const ObjectRef& ref, nlohmann::json& object, const WriteOptions& options,
                       bool name_generated, std::vector<std::string>& warnings) const;
-  // What admission webhooks are told about a request on `ref`; options_kind: "CreateOptions",
-  // "UpdateOptions" or "DeleteOptions" (with its fields in `options`).
-  static AdmissionRequest admission_request(const ObjectRef& ref, const std::string& operation,
-                                            const UserInfo& user, bool dry_run,
-                                            const std::string& options_kind,
-                                            nlohmann::json options = nlohmann::json::object());
+  // What admission webhooks are told about a request on `ref` for the object `name`: the
+  // operation (CREATE, UPDATE, DELETE) and its CreateOptions, UpdateOptions or DeleteOptions
+  // (`fields` plus kind, apiVersion and dryRun).
+  static AdmissionRequest admission_request(const ObjectRef& ref, const std::string& name,
+                                            const std::string& operation, const UserInfo& user,
+                                            bool dry_run, nlohmann::json fields);
+  // The same for a create or update with these options (fieldManager shown); options.user set.
+  static AdmissionRequest write_admission(const ObjectRef& ref, const std::string& name,
+                                          const std::string& operation,
+                                          const WriteOptions& options);
   // Decoding again what mutating webhooks changed (schema defaults and pruning, Go defaults).
   static void redecode(const ResourceType& type, nlohmann::json& object);
 
