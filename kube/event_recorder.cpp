@@ -60,7 +60,7 @@ std::vector<json> events_for_object(Client& client, const json& object) {
   if (reference["kind"] == "" || reference["name"] == "") {
     throw std::invalid_argument("events for an object: it needs a kind and metadata.name");
   }
-  const std::string ns = reference.value("namespace", "default");
+  const std::string ns = reference.value("namespace", "");
   std::vector<FieldRequirement> terms = {
       {"involvedObject.name", true, reference["name"]},
       {"involvedObject.namespace", true, ns},

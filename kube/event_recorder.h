@@ -60,9 +60,10 @@ enum class EventOutcome {
 // resourceVersion (those it has).
 nlohmann::json object_reference(const nlohmann::json& object);
 
-// The core/v1 Events about `object` in its namespace ("default" when cluster-scoped), as
-// `kubectl describe` finds them: a field selector on involvedObject name, namespace, kind and
-// uid (when the object has one), all pages.
+// The core/v1 Events about `object`, as `kubectl describe` finds them: in its namespace, or in
+// every namespace for a cluster-scoped object (its Events are written to "default" with an
+// empty involvedObject.namespace), with a field selector on involvedObject name, namespace,
+// kind and uid (when the object has one), all pages.
 std::vector<nlohmann::json> events_for_object(Client& client, const nlohmann::json& object);
 
 class EventRecorder {
