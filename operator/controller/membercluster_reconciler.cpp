@@ -21,7 +21,8 @@ std::string secret_name(const json& member) {
 
 // Reachable's status and reason in `status`, "" when it has none.
 std::pair<std::string, std::string> reachable_of(const json& status) {
-  const json* c = find_condition(status.value("conditions", json::array()), "Reachable");
+  const json conditions = status.value("conditions", json::array());
+  const json* c = find_condition(conditions, "Reachable");
   if (!c) return {"", ""};
   return {c->value("status", ""), c->value("reason", "")};
 }

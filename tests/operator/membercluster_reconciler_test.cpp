@@ -1,0 +1,272 @@
+// The MemberCluster reconciler with a hub and member API servers: a good member becomes
+// Reachable with its counts and is not rewritten when nothing changed; bad and hostile
+// kubeconfigs and refusing or absent API servers give Reachable False naming the cause, beside
+// a good member that is not held up; a Secret change reconnects; a deleted MemberCluster's
+// informers stop.
+#include "operator/controller/membercluster_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "api/crds.h"
+#include "api/link_annotations.h"
+#include "kube/informer.h"
+#include "tests/operator/member_test_support.h"
+
+namespace tessel::controller {
+namespace {
+
+using namespace member_testing;
+using testing::TestCluster;
+
+const kube::ResourceInfo& core(const char* plural) {
+  static const kube::ResourceRegistry registry;
+  return *registry.find_resource("", plural);
+}
+
+// The MemberCluster CRD of crds/, applied to the hub and served.
+kube::ResourceInfo ensure_membercluster_crd(TestCluster& hub) {
+  const kube::ResourceInfo crds =
+      *kube::ResourceRegistry().find_resource("apiextensions.k8s.io", "customresourcedefinitions");
+  kube::ApplyOptions apply;
+  apply.field_manager = "tessel-tests";
+  hub.admin().apply(crds, api::membercluster_crd(), apply);
+  const kube::ResourceInfo info =
+      kube::parse_custom_resource_definition(api::membercluster_crd()).front();
+  hub.admin().register_resource(info);
+  const bool served = eventually([&] {
+    try {
+      hub.admin().list(info, "");
+      return true;
+    } catch (const kube::ApiError&) {
+      return false;
+    }
+  });
+  if (!served) throw std::runtime_error("the MemberCluster CRD was not served");
+  return info;
+}
+
+class MemberClusterReconcilerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    members_resource_ = ensure_membercluster_crd(hub_);
+    kube::InformerOptions informer_options;
+    informer_options.reflector.logger = quiet_;
+    member_informer_ = std::make_unique<kube::SharedInformer>(hub_.admin(), members_resource_, "",
+                                                              informer_options);
+    secret_informer_ = std::make_unique<kube::SharedInformer>(
+        hub_.admin(), core("secrets"), hub_.namespace_name(), informer_options);
+    member_informer_->start();
+    secret_informer_->start();
+    MemberRegistry::Options options;
+    options.operator_namespace = hub_.namespace_name();
+    options.hub_id = "hub-1";
+    options.client = TestCluster::unlimited();
+    options.client.request_timeout = std::chrono::milliseconds(2000);
+    options.client.backoff.steps = 1;
+    options.logger = quiet_;
+    registry_ = std::make_unique<MemberRegistry>(options, nullptr, nullptr);
+    kube::EventRecorderOptions event_options;
+    event_options.logger = quiet_;
+    events_ = std::make_unique<kube::EventRecorder>(
+        hub_.admin(), kube::EventSource{"tessel-operator", "", ""}, event_options);
+    reconciler_ = std::make_unique<MemberClusterReconciler>(
+        hub_.admin(), members_resource_, member_informer_->store(), secret_informer_->store(),
+        *registry_, *events_);
+  }
+
+  void TearDown() override {
+    registry_->stop();
+    for (const std::string& name : created_) {
+      try {
+        hub_.admin().remove(members_resource_, "", name);
+      } catch (const kube::ApiError&) {
+        // Deleted by the test already.
+      }
+    }
+  }
+
+  // A MemberCluster (cluster-scoped: named after this test's namespace) and its Secret.
+  std::string add_member(const std::string& suffix, const std::string& kubeconfig,
+                         bool allow_insecure = false, bool with_secret = true) {
+    const std::string name = hub_.namespace_name() + "-" + suffix;
+    if (with_secret) {
+      hub_.admin().create(core("secrets"), hub_.namespace_name(),
+                          kubeconfig_secret(hub_.namespace_name(), name, kubeconfig));
+    }
+    json member = member_cluster(name, name, "eu-west", allow_insecure);
+    member["metadata"].erase("generation");
+    hub_.admin().create(members_resource_, "", member);
+    created_.push_back(name);
+    return name;
+  }
+
+  json live(const std::string& name) { return hub_.admin().get(members_resource_, "", name); }
+
+  static json reachable(const json& member) {
+    const json conditions =
+        member.value("status", json::object()).value("conditions", json::array());
+    const json* c = find_condition(conditions, "Reachable");
+    return c ? *c : json::object();
+  }
+
+  // Reconciles `names` (as the controller would, over and over) until each one's live object
+  // has Reachable `status` with the given reason ("" any).
+  void reconcile_until(const std::map<std::string, std::pair<std::string, std::string>>& wanted) {
+    std::map<std::string, json> last;
+    const bool reached = eventually([&] {
+      bool all = true;
+      for (const auto& [name, want] : wanted) {
+        reconciler_->reconcile(name);
+        last[name] = reachable(live(name));
+        all = all && last[name].value("status", "") == want.first &&
+              (want.second.empty() || last[name].value("reason", "") == want.second);
+      }
+      return all;
+    });
+    for (const auto& [name, want] : wanted)
+      EXPECT_TRUE(reached && last[name].value("status", "") == want.first)
+          << name << ": wanted " << want.first << " " << want.second << ", got " << last[name];
+  }
+
+  std::set<std::string> event_reasons(const std::string& name) {
+    std::set<std::string> reasons;
+    for (const json& event : kube::events_for_object(hub_.admin(), live(name)))
+      reasons.insert(event.value("reason", ""));
+    return reasons;
+  }
+
+  std::shared_ptr<const kube::Logger> quiet_ =
+      std::make_shared<const kube::Logger>("test", kube::LogLevel::kError, [](std::string_view) {});
+  TestCluster hub_;
+  kube::ResourceInfo members_resource_;
+  std::unique_ptr<kube::SharedInformer> member_informer_;
+  std::unique_ptr<kube::SharedInformer> secret_informer_;
+  std::unique_ptr<MemberRegistry> registry_;
+  std::unique_ptr<kube::EventRecorder> events_;
+  std::unique_ptr<MemberClusterReconciler> reconciler_;
+  std::vector<std::string> created_;
+};
+
+TEST_F(MemberClusterReconcilerTest, AReachableMemberGetsItsCountsAndIsNotRewritten) {
+  const auto a = TestCluster::member(0, hub_.namespace_name());
+  TESSEL_REQUIRE_TEST_SERVER(*a, "exact node counts: a real member has nodes of its own");
+  api::NodeLinks links;
+  links.peers["gpu-2"] = {0.2, 0.3, 9.0, 9.5, "2026-11-26T00:00:00Z"};
+  register_gpu_node(a->admin(), "gpu-1", 8,
+                    {{api::kLinksAnnotation, api::format_node_links(links)}});
+  register_gpu_node(a->admin(), "gpu-2", 8);
+  a->admin().create(core("pods"), a->namespace_name(),
+                    gpu_pod(a->namespace_name(), "holder", "gpu-1", 3));
+  const std::string name = add_member("a", a->self_contained_kubeconfig());
+
+  reconcile_until({{name, {"True", "Connected"}}});
+  ASSERT_TRUE(eventually([&] {
+    reconciler_->reconcile(name);
+    return live(name)["status"].value("gpus", json()) == json{{"total", 16}, {"free", 13}};
+  })) << live(name)["status"];
+  const json status = live(name)["status"];
+  EXPECT_EQ(status["nodes"], 2);
+  EXPECT_EQ(status["probeCoverage"], "1/2");
+  EXPECT_TRUE(status.contains("lastSeen"));
+  EXPECT_EQ(status["observedGeneration"], live(name)["metadata"]["generation"]);
+  EXPECT_EQ(reachable(live(name))["observedGeneration"], live(name)["metadata"]["generation"]);
+  EXPECT_TRUE(event_reasons(name).count("Reachable"));
+
+  // Nothing changed: nothing is written (once the cache holds the last write).
+  const std::string version = live(name)["metadata"]["resourceVersion"];
+  ASSERT_TRUE(eventually([&] {
+    const auto cached = member_informer_->store().get(name);
+    return cached && (*cached)["metadata"]["resourceVersion"] == version;
+  }));
+  for (int i = 0; i < 3; ++i) {
+    const kube::ReconcileResult result = reconciler_->reconcile(name);
+    EXPECT_EQ(result.requeue_after, std::chrono::milliseconds(30'000));
+  }
+  EXPECT_EQ(live(name)["metadata"]["resourceVersion"], version);
+}
+
+TEST_F(MemberClusterReconcilerTest, BadKubeconfigsAndServersAreFlaggedBesideAGoodMember) {
+  const auto good = TestCluster::member(0, hub_.namespace_name());
+  testing::ApiTestServer stranger;  // its CA signed nothing the member serves
+  struct Case {
+    std::string name, reason, words;
+  };
+  std::vector<Case> cases = {
+      {add_member("no-secret", "", false, false), "SecretNotFound", "does not exist"},
+      {add_member("not-yaml", "clusters: [unclosed"), "KubeconfigInvalid", "line"},
+      {add_member("exec", kubeconfig_with(*good, json::object(),
+                                          {{"exec",
+                                            {{"command", "aws"},
+                                             {"apiVersion", "client.authentication.k8s.io/v1"}}}})),
+       "KubeconfigInvalid", "does not run credential plugins"},
+      {add_member("token-file",
+                  kubeconfig_with(*good, json::object(), {{"tokenFile", "/etc/shadow"}})),
+       "KubeconfigInvalid", "tokenFile"},
+      {add_member("insecure", kubeconfig_with(*good, {{"insecure-skip-tls-verify", true},
+                                                      {"certificate-authority-data", nullptr}})),
+       "KubeconfigInvalid", "spec.allowInsecureTLS"},
+      {add_member("wrong-token",
+                  kubeconfig_with(*good, json::object(), {{"token", "not-a-token"}})),
+       "Unauthorized", "401"},
+      {add_member("bad-ca", kubeconfig_with(*good, {{"certificate-authority-data",
+                                                     kube::base64_encode(stranger.ca_pem())}})),
+       "Unreachable", "certificate"},
+      {add_member("closed", kubeconfig_with(*good, {{"server", "https://127.0.0.1:1"}})),
+       "Unreachable", "https://127.0.0.1:1"},
+  };
+  const std::string fine = add_member("good", good->self_contained_kubeconfig());
+
+  std::map<std::string, std::pair<std::string, std::string>> wanted = {{fine, {"True", ""}}};
+  for (const Case& c : cases) wanted[c.name] = {"False", c.reason};
+  reconcile_until(wanted);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const json condition = reachable(live(c.name));
+    EXPECT_EQ(condition.value("reason", ""), c.reason);
+    EXPECT_NE(condition.value("message", "").find(c.words), std::string::npos) << condition;
+    EXPECT_TRUE(event_reasons(c.name).count(c.reason));
+    EXPECT_FALSE(live(c.name)["status"].contains("nodes"));  // never counted
+  }
+  // Refused kubeconfigs start nothing; members whose server refuses keep trying.
+  EXPECT_FALSE(registry_->member(cases[0].name));
+  EXPECT_TRUE(registry_->member(cases[5].name));
+  EXPECT_EQ(reconciler_->reconcile(cases[5].name).requeue_after, std::chrono::milliseconds(5'000));
+  EXPECT_EQ(reconciler_->reconcile(cases[0].name).requeue_after, std::chrono::milliseconds(30'000));
+}
+
+TEST_F(MemberClusterReconcilerTest, ASecretChangeReconnects) {
+  const auto a = TestCluster::member(0, hub_.namespace_name());
+  const std::string name =
+      add_member("a", kubeconfig_with(*a, json::object(), {{"token", "not-a-token"}}));
+  reconcile_until({{name, {"False", "Unauthorized"}}});
+  ASSERT_TRUE(eventually([&] { return !secret_informer_->store().list().empty(); }));
+  EXPECT_EQ(
+      members_using_secret(member_informer_->store(),
+                           *secret_informer_->store().get(hub_.namespace_name() + "/" + name)),
+      std::vector<std::string>{name});
+
+  json secret = hub_.admin().get(core("secrets"), hub_.namespace_name(), name);
+  secret["data"]["kubeconfig"] = kube::base64_encode(a->self_contained_kubeconfig());
+  hub_.admin().update(core("secrets"), secret);
+  reconcile_until({{name, {"True", "Connected"}}});
+  const std::set<std::string> reasons = event_reasons(name);
+  EXPECT_TRUE(reasons.count("Unauthorized"));
+  EXPECT_TRUE(reasons.count("Reachable"));
+}
+
+TEST_F(MemberClusterReconcilerTest, ADeletedMemberClusterStopsItsInformers) {
+  const auto a = TestCluster::member(0, hub_.namespace_name());
+  const std::string name = add_member("a", a->self_contained_kubeconfig());
+  reconcile_until({{name, {"True", ""}}});
+  ASSERT_TRUE(registry_->member(name));
+  hub_.admin().remove(members_resource_, "", name);
+  ASSERT_TRUE(eventually([&] { return member_informer_->store().get(name) == nullptr; }));
+  EXPECT_EQ(reconciler_->reconcile(name).requeue_after, kube::Clock::duration::zero());
+  EXPECT_FALSE(registry_->member(name));
+  EXPECT_TRUE(eventually([&] { return registry_->stopping() == 0; }));
+}
+
+}  // namespace
+}  // namespace tessel::controller
