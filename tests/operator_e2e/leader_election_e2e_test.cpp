@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstring>
 #include <ctime>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
