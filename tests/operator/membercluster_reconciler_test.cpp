@@ -185,6 +185,20 @@ TEST_F(MemberClusterReconcilerTest, AReachableMemberGetsItsCountsAndIsNotRewritt
     EXPECT_EQ(result.requeue_after, std::chrono::milliseconds(30'000));
   }
   EXPECT_EQ(live(name)["metadata"]["resourceVersion"], version);
+
+  // Once last_seen_refresh has passed, lastSeen alone is rewritten.
+  MemberClusterReconcilerOptions later;
+  later.last_seen_refresh = std::chrono::milliseconds(0);
+  later.now = [] { return std::chrono::system_clock::now() + std::chrono::hours(1); };
+  MemberClusterReconciler refresher(hub_.admin(), members_resource_, member_informer_->store(),
+                                    secret_informer_->store(), *registry_, *events_, later);
+  const json transition = reachable(live(name))["lastTransitionTime"];
+  refresher.reconcile(name);
+  const json refreshed = live(name);
+  EXPECT_NE(refreshed["metadata"]["resourceVersion"], version);
+  EXPECT_GT(refreshed["status"]["lastSeen"].get<std::string>(),
+            status["lastSeen"].get<std::string>());
+  EXPECT_EQ(reachable(refreshed)["lastTransitionTime"], transition);  // no flip
 }
 
 TEST_F(MemberClusterReconcilerTest, BadKubeconfigsAndServersAreFlaggedBesideAGoodMember) {
