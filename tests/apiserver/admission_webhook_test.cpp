@@ -443,6 +443,21 @@ TEST_F(AdmissionWebhookTest, ConfigurationsAreDefaultedAsTheRealServerDefaultsTh
   EXPECT_EQ(mutating["clientConfig"]["service"]["port"], 443);
 }
 
+TEST_F(AdmissionWebhookTest, AStrategicMergePatchMergesWebhooksByName) {
+  install_validating({webhook_entry("one.tessel.dev", url_client(webhook_), {config_map_rule()}),
+                      webhook_entry("two.tessel.dev", url_client(webhook_), {config_map_rule()})});
+  const json patch = {{"webhooks", {{{"name", "two.tessel.dev"}, {"timeoutSeconds", 5}}}}};
+  const ClientResponse patched = client_.send("PATCH", kValidating + "/hooks", patch,
+                                              "application/strategic-merge-patch+json");
+  ASSERT_EQ(patched.status, 200) << patched.body;
+  const json webhooks = patched.json()["webhooks"];
+  ASSERT_EQ(webhooks.size(), 2u);
+  EXPECT_EQ(webhooks[0]["name"], "one.tessel.dev");
+  EXPECT_EQ(webhooks[0]["timeoutSeconds"], 10);
+  EXPECT_EQ(webhooks[1]["timeoutSeconds"], 5);
+  EXPECT_EQ(webhooks[1]["clientConfig"]["url"], webhook_.url("/validate"));
+}
+
 std::set<std::pair<std::string, std::string>> causes_of(const json& status) {
   std::set<std::pair<std::string, std::string>> causes;
   for (const json& cause : status["details"]["causes"]) {

@@ -60,6 +60,13 @@ const std::map<std::string, ListStrategy>& list_strategies(const std::string& ki
     service_account["secrets"] = {"name"};
     service_account["imagePullSecrets"] = {"name"};
     kinds["ServiceAccount"] = service_account;
+
+    for (const std::string configuration :
+         {"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"}) {
+      std::map<std::string, ListStrategy> webhooks = kMetadata;
+      webhooks["webhooks"] = {"name"};
+      kinds[configuration] = webhooks;
+    }
     return kinds;
   }();
   const auto found = kByKind.find(kind);
