@@ -604,6 +604,9 @@ kube::ReconcileResult TrainingJobReconciler::fail_attempt(const api::TrainingJob
     stages_.unregister_job(job.namespace_name + "/" + job.name);
     return write_status(object, std::move(status), {});
   }
+  // The next attempt's processes rendezvous afresh, and the failures this one reported must
+  // not fail that one too: the stage service forgets the job until it is placed again.
+  stages_.unregister_job(job.namespace_name + "/" + job.name);
   status["restarts"] = restarts + 1;
   status["phase"] = "Pending";
   const std::string message = "Restarting (" + std::to_string(restarts + 1) + " of " +
