@@ -112,6 +112,7 @@ class FakeStageChannel : public StageChannel {
   void unregister_job(const std::string& key) override {
     std::lock_guard lock(mutex_);
     if (registered_.erase(key) > 0) unregistered_.push_back(key);
+    progress_.erase(key);  // the service forgets what the job's processes reported
   }
   std::optional<JobProgress> progress(const std::string& key) const override {
     std::lock_guard lock(mutex_);
@@ -714,6 +715,34 @@ TEST_F(TrainingJobReconcilerTest, FailedPodRestartsTheGangThenFailsPastMaxRestar
   EXPECT_EQ(pod_count(), 0u);
   reconcile("flaky");
   EXPECT_EQ(pod_count(), 0u) << "a Failed job is not placed again";
+}
+
+// A rank's failure reported to the stage service restarts the gang; the next attempt starts
+// with a fresh registration, not failed again by what the last one reported.
+TEST_F(TrainingJobReconcilerTest, FailureReportedByAStageRestartsTheGangOnce) {
+  add_node(0, "a1", 2);
+  add_node(1, "b1", 2);
+  create_and_place(job_manifest("oops", 2, 2));
+  set_phase("Running");
+  JobProgress progress;
+  progress.world_size = 4;
+  progress.started = 4;
+  progress.failures = {"rank 3 (stage 1 replica 1): CUDA error: an illegal memory access"};
+  stages_.set_progress(key("oops"), progress);
+  reconcile("oops");
+  json current = job("oops");
+  EXPECT_EQ(current["status"]["restarts"], 1);
+  EXPECT_NE(condition(current, "Running").value("message", "").find("illegal memory access"),
+            std::string::npos);
+  EXPECT_FALSE(stages_.registration(key("oops")).has_value());
+  finish_deletions();
+  reconcile("oops");  // backoffSeconds 0
+  ASSERT_EQ(pod_count(), 4u);
+  EXPECT_TRUE(stages_.registration(key("oops")).has_value());
+  reconcile("oops");
+  current = job("oops");
+  EXPECT_EQ(current["status"]["restarts"], 1) << current["status"].dump();
+  EXPECT_EQ(phase(current), "Starting");
 }
 
 // 7. Pods not Running within startTimeoutSeconds: the gang is torn down and restarted, each
