@@ -10,9 +10,12 @@
 //   suspended                 -> delete its pods (the stages checkpoint on SIGTERM); Suspended
 //   no pods                   -> choose GPUs, place, create Secret + ConfigMap + pods in each
 //                                member, all or none; or Pending with the reason
-//   pods, not all Running     -> Starting; after startTimeoutSeconds or on a failed pod, delete
-//                                them all and start again after backoffSeconds (at most
-//                                maxRestarts times, then Failed)
+//   pods terminating, or left -> wait until they are gone (they hold GPUs, and the next attempt's
+//   by an earlier attempt        pods take their names); one of the current attempt deleted
+//                                under a Starting or Running job fails that attempt
+//   pods, not all Running     -> Starting; after startTimeoutSeconds or on a failed pod (or a
+//                                failure a stage reported), delete them all and start again
+//                                after backoffSeconds (at most maxRestarts times, then Failed)
 //   all Running               -> Running; the stage service's progress folded into status at
 //                                most once per status interval
 //   all Succeeded             -> Succeeded
