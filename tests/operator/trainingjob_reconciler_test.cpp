@@ -587,6 +587,40 @@ TEST_F(TrainingJobReconcilerTest, NeverGivesOneGpuToTwoJobs) {
   EXPECT_EQ(pod_count(), 4u);
 }
 
+// All or nothing: a member that refuses its objects (no such ServiceAccount there) leaves none
+// in the other; once it accepts them, the job is placed.
+TEST_F(TrainingJobReconcilerTest, MemberRefusingItsObjectsLeavesNothingAnywhere) {
+  add_node(0, "a1", 2);
+  add_node(1, "b1", 2);
+  const json account = {{"apiVersion", "v1"},
+                        {"kind", "ServiceAccount"},
+                        {"metadata", {{"name", "trainer"}, {"namespace", ns_}}}};
+  members_[0]->admin().create(core("serviceaccounts"), ns_, account);
+  json manifest = job_manifest("half", 2, 2);
+  manifest["spec"]["template"] = {{"serviceAccountName", "trainer"}};
+  create_and_place(manifest);
+  json current = job("half");
+  EXPECT_EQ(phase(current), "Pending");
+  const json placed = condition(current, "Placed");
+  EXPECT_EQ(placed.value("reason", ""), "CreateFailed");
+  EXPECT_NE(placed.value("message", "").find("member-b"), std::string::npos) << placed.dump();
+  EXPECT_TRUE(has_event("half", "CreateFailed"));
+  for (int m = 0; m < 2; ++m) {
+    for (const json& pod : remote(m, "pods", current)) EXPECT_TRUE(kube::is_being_deleted(pod));
+    EXPECT_TRUE(remote(m, "configmaps", current).empty()) << kMembers[m];
+    EXPECT_TRUE(remote(m, "secrets", current).empty()) << kMembers[m];
+  }
+  EXPECT_FALSE(stages_.registration(key("half")).has_value());
+
+  members_[1]->admin().create(core("serviceaccounts"), ns_, account);
+  finish_deletions();
+  reconcile("half");
+  current = job("half");
+  EXPECT_EQ(phase(current), "Starting") << current["status"].dump();
+  EXPECT_EQ(pod_count(), 4u);
+  EXPECT_EQ(current["status"].value("restarts", 0), 0) << "a refused create is not a restart";
+}
+
 // 4. A spec the schema accepts but the rules across fields refuse: Valid False, nothing made.
 TEST_F(TrainingJobReconcilerTest, InvalidSpecIsFlaggedAndCreatesNothing) {
   add_node(0, "a1", 2);
