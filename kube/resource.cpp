@@ -51,9 +51,6 @@ const std::vector<ResourceInfo>& builtin_resources() {
       make_info("events.k8s.io", "v1", "events", "Event", true, {"ev"}),
       make_info("apiextensions.k8s.io", "v1", "customresourcedefinitions",
                 "CustomResourceDefinition", false, {"crd", "crds"}, {"status"}),
-      make_info("tessel.dev", "v1alpha1", "trainingjobs", "TrainingJob", true, {"tj"}, {"status"}),
-      make_info("tessel.dev", "v1alpha1", "memberclusters", "MemberCluster", false, {"mc"},
-                {"status"}),
   };
   return kBuiltins;
 }

@@ -31,8 +31,9 @@ struct ResourceInfo {
 
 // What tessel talks to: core/v1 namespaces, nodes, pods, services, configmaps, secrets,
 // events, serviceaccounts; coordination.k8s.io/v1 leases; events.k8s.io/v1 events;
-// apiextensions.k8s.io/v1 customresourcedefinitions; tessel.dev/v1alpha1 trainingjobs
-// (namespaced) and memberclusters (cluster-scoped), as crds/ and the v1.26 server define them.
+// apiextensions.k8s.io/v1 customresourcedefinitions, as the v1.26 server defines them. Custom
+// resources are not built in: a client learns them from discovery, or its user adds them from
+// their CRD (parse_custom_resource_definition; the operator does so from crds/).
 const std::vector<ResourceInfo>& builtin_resources();
 
 // The resources of one discovery document (GET /api/v1, /apis/<group>/<version>: an

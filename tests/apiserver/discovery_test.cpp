@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "tests/kube/custom_resources.h"
 #include "tests/kube/fixtures.h"
 
 namespace tessel::testing {
@@ -18,6 +19,15 @@ using tessel::kube::ResourceRegistry;
 json captured(const std::string& name) { return kube::testing::fixture(name)["response"]["body"]; }
 
 json trainingjob_crd() { return captured("200-get-crd-established.json"); }
+
+// What the captured server served: the built-in resources and tessel's two CRDs' (kube/ builds
+// in no custom resource).
+ResourceRegistry served() {
+  ResourceRegistry registry;
+  registry.add(kube::testing::trainingjobs_resource());
+  registry.add(kube::testing::memberclusters_resource());
+  return registry;
+}
 
 // The captured entry of `name` in an APIResourceList.
 json entry_named(const json& list, const std::string& name) {
@@ -46,7 +56,7 @@ TEST(CoreApiVersions, MatchesTheCapturedOne) {
 
 TEST(ApiGroupList, ListsTheServedGroupsAsTheRealServerDoes) {
   const json expected = captured("discovery/apis.json");
-  const json list = api_group_list(ResourceRegistry());
+  const json list = api_group_list(served());
   EXPECT_EQ(list["kind"], "APIGroupList");
   EXPECT_EQ(list["apiVersion"], "v1");
   // Each served group is listed exactly as the real server lists it, in the real server's order.
@@ -76,15 +86,15 @@ TEST(ApiGroupList, OrdersVersionsByKubernetesPriority) {
 }
 
 TEST(ApiGroup, MatchesTheCapturedOne) {
-  EXPECT_EQ(api_group(ResourceRegistry(), "tessel.dev"),
+  EXPECT_EQ(api_group(served(), "tessel.dev"),
             captured("discovery/apis-tessel.dev.json"));
-  EXPECT_TRUE(api_group(ResourceRegistry(), "nope.example.com").is_null());
-  EXPECT_TRUE(api_group(ResourceRegistry(), "").is_null());
+  EXPECT_TRUE(api_group(served(), "nope.example.com").is_null());
+  EXPECT_TRUE(api_group(served(), "").is_null());
 }
 
 TEST(ApiResourceList, CoreResourcesAreListedAsTheRealServerListsThem) {
   const json expected = captured("discovery/api-v1.json");
-  const json list = api_resource_list(ResourceRegistry(), "", "v1");
+  const json list = api_resource_list(served(), "", "v1");
   EXPECT_EQ(list["kind"], expected["kind"]);
   EXPECT_EQ(list["groupVersion"], "v1");
   EXPECT_FALSE(list.contains("apiVersion"));  // the core list has none
@@ -102,22 +112,22 @@ TEST(ApiResourceList, GroupsServedWhollyMatchExactly) {
            {"coordination.k8s.io", "discovery/apis-coordination.k8s.io-v1.json"},
            {"events.k8s.io", "discovery/apis-events.k8s.io-v1.json"},
            {"apiextensions.k8s.io", "discovery/apis-apiextensions.k8s.io-v1.json"}}) {
-    EXPECT_EQ(api_resource_list(ResourceRegistry(), group, "v1"), captured(file)) << group;
+    EXPECT_EQ(api_resource_list(served(), group, "v1"), captured(file)) << group;
   }
 }
 
 TEST(ApiResourceList, CustomResourcesTakeSingularAndCategoriesFromTheirDefinition) {
   const json expected = captured("discovery/apis-tessel.dev-v1alpha1.json");
   const json list =
-      api_resource_list(ResourceRegistry(), {trainingjob_crd()}, "tessel.dev", "v1alpha1");
+      api_resource_list(served(), {trainingjob_crd()}, "tessel.dev", "v1alpha1");
   EXPECT_EQ(entry_named(list, "trainingjobs"), entry_named(expected, "trainingjobs"));
   EXPECT_EQ(entry_named(list, "trainingjobs/status"), entry_named(expected, "trainingjobs/status"));
   // Without its definition a custom resource still gets the CRD defaults.
-  const json bare = api_resource_list(ResourceRegistry(), "tessel.dev", "v1alpha1");
+  const json bare = api_resource_list(served(), "tessel.dev", "v1alpha1");
   EXPECT_EQ(entry_named(bare, "memberclusters")["singularName"], "membercluster");
   EXPECT_FALSE(entry_named(bare, "memberclusters").contains("categories"));
-  EXPECT_TRUE(api_resource_list(ResourceRegistry(), "tessel.dev", "v1").is_null());
-  EXPECT_TRUE(api_resource_list(ResourceRegistry(), "nope.example.com", "v1").is_null());
+  EXPECT_TRUE(api_resource_list(served(), "tessel.dev", "v1").is_null());
+  EXPECT_TRUE(api_resource_list(served(), "nope.example.com", "v1").is_null());
 }
 
 TEST(ApiResourceList, RejectsSubresourcesItCannotDescribe) {
@@ -127,13 +137,13 @@ TEST(ApiResourceList, RejectsSubresourcesItCannotDescribe) {
 }
 
 TEST(OpenApi, CustomResourceDocumentIsTheOneKubeApiserverGenerates) {
-  const json document = openapi_document(ResourceRegistry(), {trainingjob_crd()},
+  const json document = openapi_document(served(), {trainingjob_crd()},
                                          "/openapi/v3/apis/tessel.dev/v1alpha1");
   EXPECT_EQ(document, kube::testing::fixture("discovery/openapi-v3-apis-tessel.dev-v1alpha1.json"));
 }
 
 TEST(OpenApi, IndexPointsAtEveryServedGroupVersionWithItsHash) {
-  const ResourceRegistry served;
+  const ResourceRegistry served = ::tessel::testing::served();
   const json index = openapi_document(served, {trainingjob_crd()}, "/openapi/v3");
   const json captured_index = captured("discovery/openapi-v3-index.json");
   for (const char* key : {"api/v1", "apis/tessel.dev/v1alpha1", "apis/coordination.k8s.io/v1",
@@ -168,7 +178,7 @@ void expect_patch_operation(const json& document, const json& minimal, const std
 
 TEST(OpenApi, BuiltinGroupVersionsOfferWhatKubectlApplyNeeds) {
   const json minimal = kube::testing::fixture("openapi-minimal/openapi-v3-api-v1.json");
-  const json document = openapi_document(ResourceRegistry(), {}, "/openapi/v3/api/v1");
+  const json document = openapi_document(served(), {}, "/openapi/v3/api/v1");
   for (const auto& [path, unused] : minimal["paths"].items()) {
     expect_patch_operation(document, minimal, path);
   }
@@ -178,7 +188,7 @@ TEST(OpenApi, BuiltinGroupVersionsOfferWhatKubectlApplyNeeds) {
 TEST(OpenApi, CustomResourceDocumentOffersWhatKubectlApplyNeeds) {
   const json minimal =
       kube::testing::fixture("openapi-minimal/openapi-v3-apis-tessel.dev-v1alpha1.json");
-  const json document = openapi_document(ResourceRegistry(), {trainingjob_crd()},
+  const json document = openapi_document(served(), {trainingjob_crd()},
                                          "/openapi/v3/apis/tessel.dev/v1alpha1");
   for (const auto& [path, unused] : minimal["paths"].items()) {
     expect_patch_operation(document, minimal, path);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kube/clock.h"
+#include "tests/kube/custom_resources.h"
 #include "tests/kube/fake_transport.h"
 #include "tests/kube/fixtures.h"
 #include "tests/kube/recorded_request.h"
@@ -42,7 +43,7 @@ const ResourceInfo& resource(std::string_view group, std::string_view name) {
   return *info;
 }
 
-const ResourceInfo& trainingjobs() { return resource("tessel.dev", "trainingjobs"); }
+const ResourceInfo& trainingjobs() { return testing::trainingjobs_resource(); }
 
 // Options with a few fields set (designated initializers would warn about the others).
 template <typename Options, typename Set>
@@ -124,10 +125,9 @@ INSTANTIATE_TEST_SUITE_P(
                  }},
         VerbCase{"200-get-trainingjob.json",
                  [](Client& c) { return c.get(trainingjobs(), "default", "gpt-a"); }},
-        VerbCase{"200-get-cluster-scoped-cr.json",
-                 [](Client& c) {
-                   return c.get(resource("tessel.dev", "memberclusters"), "", "edge-eu");
-                 }},
+        VerbCase{
+            "200-get-cluster-scoped-cr.json",
+            [](Client& c) { return c.get(testing::memberclusters_resource(), "", "edge-eu"); }},
         VerbCase{"200-list-trainingjobs-labelselector.json",
                  [](Client& c) {
                    return c.list(trainingjobs(), "default", with<ListOptions>([](ListOptions& o) {
@@ -223,6 +223,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST_F(ClientTest, ObjectOverloadsResolveTheResourceFromApiVersionAndKind) {
+  client().register_resource(testing::trainingjobs_resource());  // as the operator does from crds/
   transport_->push(fixture_answer("201-create-trainingjob.json"));
   client().create(request_body("201-create-trainingjob.json"));
   expect_fixture_request(transport_->request(0), "201-create-trainingjob.json");
@@ -369,8 +370,10 @@ TEST_F(ClientTest, DoesNotRetryAWriteWhoseFateIsUnknownAndRethrowsTheTransportEr
 }
 
 TEST_F(ClientTest, DoesNotRetryAPermanentFailureEvenOfARead) {
-  transport_->push(transport_failure("SSL certificate problem: unable to get local issuer "
-                                     "certificate", false, true, true));
+  transport_->push(
+      transport_failure("SSL certificate problem: unable to get local issuer "
+                        "certificate",
+                        false, true, true));
   EXPECT_THROW(client().get(trainingjobs(), "default", "gpt-a"), TransportError);
   EXPECT_EQ(transport_->request_count(), 1u);
   EXPECT_TRUE(sleeps_.empty());

@@ -16,6 +16,7 @@
 
 #include "kube/clock.h"
 #include "kube/rate_limiter.h"
+#include "tests/kube/custom_resources.h"
 #include "tests/kube/fake_transport.h"
 #include "tests/kube/waiting.h"
 
@@ -88,8 +89,7 @@ TEST(ControllerTest, ReconcilesEveryObjectOfTheWatchedInformerAfterItSynced) {
 
   InformerOptions informer_options;
   informer_options.reflector.logger = quiet();
-  SharedInformer informer(client, *ResourceRegistry().find_resource("tessel.dev", "trainingjobs"),
-                          "", informer_options);
+  SharedInformer informer(client, testing::trainingjobs_resource(), "", informer_options);
   Calls calls;
   std::atomic<bool> synced_when_called{true};
   Controller controller(
@@ -235,7 +235,7 @@ TEST(ControllerTest, RunReturnsWhenStoppedBeforeTheInformerSynced) {
   ClientOptions client_options;
   client_options.logger = quiet();
   Client client(transport, client_options);
-  SharedInformer informer(client, *ResourceRegistry().find_resource("tessel.dev", "trainingjobs"),
+  SharedInformer informer(client, testing::trainingjobs_resource(),
                           "");  // never started
   Controller controller([](const std::string&) { return ReconcileResult{}; }, fast_options());
   controller.watch(informer);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kube/clock.h"
+#include "tests/kube/custom_resources.h"
 #include "tests/kube/fake_transport.h"
 #include "tests/kube/waiting.h"
 
@@ -25,10 +26,7 @@ using testing::Scripted;
 using testing::watch_body;
 using testing::watch_line;
 
-const ResourceInfo& trainingjobs() {
-  static const ResourceRegistry registry;
-  return *registry.find_resource("tessel.dev", "trainingjobs");
-}
+const ResourceInfo& trainingjobs() { return testing::trainingjobs_resource(); }
 
 json job(const std::string& name, const std::string& rv, int replicas = 1) {
   return {{"apiVersion", "tessel.dev/v1alpha1"},

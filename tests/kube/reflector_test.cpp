@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kube/clock.h"
+#include "tests/kube/custom_resources.h"
 #include "tests/kube/fake_transport.h"
 #include "tests/kube/fixtures.h"
 #include "tests/kube/recorded_request.h"
@@ -33,10 +34,7 @@ using testing::watch_line;
 
 using Query = std::vector<std::pair<std::string, std::string>>;
 
-const ResourceInfo& trainingjobs() {
-  static const ResourceRegistry registry;
-  return *registry.find_resource("tessel.dev", "trainingjobs");
-}
+const ResourceInfo& trainingjobs() { return testing::trainingjobs_resource(); }
 
 json job(const std::string& name, const std::string& rv) {
   return {{"apiVersion", "tessel.dev/v1alpha1"},

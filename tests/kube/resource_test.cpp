@@ -2,10 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include "fixtures.h"
-
 #include <filesystem>
 #include <nlohmann/json.hpp>
+
+#include "fixtures.h"
+#include "tests/kube/custom_resources.h"
 
 namespace tessel::kube {
 namespace {
@@ -43,8 +44,7 @@ TEST(ResourcePathTest, NamespacedClusterScopedAndSubresources) {
   EXPECT_EQ(path(pods, "default", "p", "status"), "/api/v1/namespaces/default/pods/p/status");
   EXPECT_EQ(path(builtin("", "nodes"), "", "gpu-node-b", "status"),
             "/api/v1/nodes/gpu-node-b/status");
-  EXPECT_EQ(path(builtin("tessel.dev", "trainingjobs"), ""),
-            "/apis/tessel.dev/v1alpha1/trainingjobs");
+  EXPECT_EQ(path(testing::trainingjobs_resource(), ""), "/apis/tessel.dev/v1alpha1/trainingjobs");
   EXPECT_EQ(path(builtin("", "namespaces"), "", "default"), "/api/v1/namespaces/default");
   EXPECT_EQ(path(builtin("apiextensions.k8s.io", "crd"), "", "trainingjobs.tessel.dev"),
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/trainingjobs.tessel.dev");
@@ -59,7 +59,9 @@ TEST(ResourcePathTest, RejectsImpossibleCombinations) {
 // Every single-object request of the capture: the registry finds the resource from the
 // object's apiVersion/kind, and path() rebuilds the request path.
 TEST(ResourcePathTest, RebuildsTheRequestPathsOfTheFixtures) {
-  const ResourceRegistry registry;
+  ResourceRegistry registry;
+  registry.add(testing::trainingjobs_resource());  // the fixtures' custom resources
+  registry.add(testing::memberclusters_resource());
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(kFixtures)) {
     const std::string name = entry.path().filename().string();
@@ -170,6 +172,10 @@ TEST(ResourceRegistryTest, LooksUpByKindResourceAndShortName) {
   EXPECT_EQ(registry.find_kind("events.k8s.io/v1", "Event")->gvr.group, "events.k8s.io");
   EXPECT_EQ(registry.find_kind("v1", "Deployment"), nullptr);
   EXPECT_EQ(registry.find_resource("", "po")->kind, "Pod");
+  // kube/ knows no custom resource until one is added (from discovery or a CRD).
+  EXPECT_EQ(registry.find_resource("tessel.dev", "tj"), nullptr);
+  registry.add(testing::trainingjobs_resource());
+  registry.add(testing::memberclusters_resource());
   EXPECT_EQ(registry.find_resource("tessel.dev", "tj")->kind, "TrainingJob");
   EXPECT_FALSE(registry.find_resource("tessel.dev", "memberclusters")->namespaced);
   EXPECT_EQ(registry.find_resource("", "trainingjobs"), nullptr);

@@ -12,8 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-// The groups kube-apiserver itself serves; kube::builtin_resources() also lists tessel's
-// custom resources, which are served only once their CRDs exist.
+// The groups kube-apiserver itself serves (custom resources are served once their CRDs exist).
 const std::set<std::string> kBuiltinGroups = {"", "coordination.k8s.io", "events.k8s.io",
                                               "apiextensions.k8s.io"};
 
