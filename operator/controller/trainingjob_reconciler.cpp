@@ -152,11 +152,17 @@ std::vector<std::string> TrainingJobReconciler::waiting_jobs() const {
 kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   const kube::ObjectSnapshot snapshot = jobs_.get(key);
   if (!snapshot) {
+    // Objects of a job that is gone are orphans: its finalizer was removed by hand, or the job
+    // went while this operator was down. The objects a job has are only made by a reconcile of
+    // its key while the job is in the store, so none of these can be a newer job's.
+    const int orphans = sweep_orphans(key);
     stages_.unregister_job(key);
     if (options_.on_progress) options_.on_progress(key, nullptr);
     std::lock_guard lock(mutex_);
     waiting_.erase(key);
     progress_written_.erase(key);
+    // Terminating pods are the kubelets' to finish; a member that did not answer is tried again.
+    if (orphans > 0) return {.requeue_after = std::chrono::seconds(10)};
     return {};
   }
   const json& object = *snapshot;
@@ -718,10 +724,15 @@ std::map<std::string, std::vector<json>> TrainingJobReconciler::pods_of(
 }
 
 int TrainingJobReconciler::delete_remote_objects(const json& job, bool pods_only) {
-  const std::string uid = kube::object_uid(job);
-  const std::string ns = kube::object_namespace(job);
+  return delete_labelled(kube::object_namespace(job),
+                         remote_selector(options_.hub_id, kube::object_uid(job)), pods_only,
+                         kube::object_key(job));
+}
+
+int TrainingJobReconciler::delete_labelled(const std::string& ns, const std::string& selector,
+                                           bool pods_only, const std::string& job) {
   kube::ListOptions list;
-  list.label_selector = remote_selector(options_.hub_id, uid);
+  list.label_selector = selector;
   int remaining = 0;
   std::vector<std::string> kinds = {"Pod"};
   if (!pods_only) kinds.insert(kinds.end(), {"ConfigMap", "Secret"});
@@ -741,13 +752,24 @@ int TrainingJobReconciler::delete_remote_objects(const json& job, bool pods_only
       } catch (const std::exception& e) {
         ++remaining;  // an unreachable member keeps the finalizer until it answers
         logger_->warning("could not delete a job's objects in a member cluster",
-                         {{"job", ns + "/" + kube::object_name(job)},
-                          {"member", member->name},
-                          {"error", e.what()}});
+                         {{"job", job}, {"member", member->name}, {"error", e.what()}});
       }
     }
   }
   return remaining;
+}
+
+int TrainingJobReconciler::sweep_orphans(const std::string& key) {
+  const auto slash = key.find('/');
+  const std::string ns = key.substr(0, slash), name = key.substr(slash + 1);
+  // Label values the key cannot give (a key of something else) select nothing worth deleting.
+  if (slash == std::string::npos || !label_value_violation(ns).empty() ||
+      !label_value_violation(name).empty()) {
+    return 0;
+  }
+  const std::string selector = std::string(kHubLabel) + "=" + options_.hub_id + "," +
+                               kJobNamespaceLabel + "=" + ns + "," + kJobNameLabel + "=" + name;
+  return delete_labelled(ns, selector, /*pods_only=*/false, key);
 }
 
 std::string TrainingJobReconciler::token_for(const json& job) {

@@ -1,7 +1,9 @@
 // The TrainingJob reconciler: a level-triggered function from what the hub and the member
 // clusters hold to the actions that bring a job one step closer to its spec.
 //
-//   gone                      -> forget it (the finalizer already swept its remote objects)
+//   gone                      -> forget it; delete what is left of it in the members (orphans
+//                                of a finalizer removed by hand, or of a job deleted while the
+//                                operator was down: a pod of it queues its key)
 //   managed by another        -> nothing (spec.managedBy: Kueue and the like gate it)
 //   being deleted             -> delete its objects in every member; drop the finalizer once
 //                                none is left
@@ -96,6 +98,12 @@ class TrainingJobReconciler {
   std::map<std::string, std::vector<nlohmann::json>> pods_of(const std::string& uid) const;
   // Deletes every object of the job in every member; the number still there.
   int delete_remote_objects(const nlohmann::json& job, bool pods_only);
+  // Deletes the objects `selector` selects in namespace `ns` of every member (job: for logs);
+  // the number still there (being deleted, or in a member that did not answer).
+  int delete_labelled(const std::string& ns, const std::string& selector, bool pods_only,
+                      const std::string& job);
+  // Deletes what this hub made in the members for a job `key` ("namespace/name") that is gone.
+  int sweep_orphans(const std::string& key);
   std::string token_for(const nlohmann::json& job);
   void remember_assumed(const std::string& cluster, const std::vector<nlohmann::json>& pods);
   std::string now_text() const;
