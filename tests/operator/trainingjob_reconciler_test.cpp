@@ -896,6 +896,37 @@ TEST_F(TrainingJobReconcilerTest, DeletionSweepsEveryMemberThenDropsTheFinalizer
   reconciler_->reconcile(key("bye"));  // gone: nothing to do, nothing thrown
 }
 
+// A job gone without the operator's finalizer (removed by hand, or deleted while the operator
+// was down): a reconcile of its key deletes what it left in the members.
+TEST_F(TrainingJobReconcilerTest, OrphansOfAJobGoneWithoutItsFinalizerAreSwept) {
+  add_node(0, "a1", 3);
+  add_node(1, "b1", 3);
+  create_and_place(job_manifest("lost", 2, 2));
+  create_and_place(job_manifest("kept", 2, 1));
+  const json lost = job("lost");
+  ASSERT_EQ(remote(0, "pods", lost).size() + remote(1, "pods", lost).size(), 4u);
+  hub_->admin().patch(jobs_, ns_, "lost", kube::PatchType::kMerge,
+                      {{"metadata", {{"finalizers", nullptr}}}});
+  hub_->admin().remove(jobs_, ns_, "lost");
+  sync_job("lost");
+  reconciler_->reconcile(key("lost"));
+  for (int m = 0; m < 2; ++m) {
+    for (const json& pod : remote(m, "pods", lost)) EXPECT_TRUE(kube::is_being_deleted(pod));
+    EXPECT_TRUE(remote(m, "configmaps", lost).empty()) << kMembers[m];
+    EXPECT_TRUE(remote(m, "secrets", lost).empty()) << kMembers[m];
+  }
+  // Another job's objects are not touched.
+  const json kept = job("kept");
+  size_t kept_pods = 0;
+  for (int m = 0; m < 2; ++m) {
+    for (const json& pod : remote(m, "pods", kept)) {
+      EXPECT_FALSE(kube::is_being_deleted(pod));
+      ++kept_pods;
+    }
+  }
+  EXPECT_EQ(kept_pods, 2u);
+}
+
 // 10. A job another controller manages is left alone.
 TEST_F(TrainingJobReconcilerTest, JobManagedByAnotherControllerIsLeftAlone) {
   add_node(0, "a1", 2);
