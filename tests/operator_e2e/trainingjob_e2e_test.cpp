@@ -165,8 +165,19 @@ TEST_F(OperatorE2e, AJobTooBigForTheFreeGpusWaitsPendingAndStartsWhenAnotherEnds
 
 TEST_F(OperatorE2e, SuspendThenResumeContinuesTheStepCount) {
   constexpr int kSteps = 300;
-  kubectl_ok({"apply", "-f", example_job("pausable", kSteps, [](json& job) {
+  // The checkpoints must outlive the pods: a hostPath volume, mounted at its own path so that
+  // the path in job.json is the same in the pod and on the node (the process kubelet's pods
+  // see the host's file system). Every rank writes its own files there (checkpoint.shared is
+  // false for operator jobs: one folder per rank, here all the same folder).
+  const std::string checkpoints = work_dir_ + "/checkpoints-pausable";
+  kubectl_ok({"apply", "-f", example_job("pausable", kSteps, [&](json& job) {
                 job["spec"]["checkpoint"]["intervalSteps"] = 20;
+                job["spec"]["checkpoint"]["path"] = checkpoints;
+                job["spec"]["template"]["volumes"] = {
+                    {{"name", "checkpoints"},
+                     {"hostPath", {{"path", checkpoints}, {"type", "DirectoryOrCreate"}}}}};
+                job["spec"]["template"]["volumeMounts"] = {
+                    {{"name", "checkpoints"}, {"mountPath", checkpoints}}};
               })});
   json job;
   EXPECT_TRUE(wait_for(
