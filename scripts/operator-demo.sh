@@ -36,9 +36,11 @@ command -v openssl >/dev/null || { echo "openssl is missing: scripts/install-dep
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/tessel-demo.XXXXXX")"
 pids=()
-stop_all() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+stop_all() {  # the operator first, the API servers last
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+  done
   echo "== stopped; logs are in $work"
 }
 trap stop_all EXIT

@@ -493,7 +493,11 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
     input.job_uid = uid;
     input.hub_id = options_.hub_id;
     input.tasklets = placed.tasklets;
-    input.job_json = api::stage_job_text(job.spec, file);
+    // Every stage pod has a GPU: an unset precision is bf16 there (the CUDA backend's; a
+    // stage that finds no GPU computes it in fp32 on the CPU), as spec.model.precision says.
+    api::TrainingJobSpec spec = job.spec;
+    if (!spec.model.precision) spec.model.precision = placement::Precision::BF16;
+    input.job_json = api::stage_job_text(spec, file);
     input.token = token;
     input.ca_pem = options_.ca_pem;
     input.default_image = options_.stage_image;
@@ -530,7 +534,7 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
         }
       }
       for (const json& pod : member.pods) client.create(resource("Pod"), job.namespace_name, pod);
-      remember_assumed(member.cluster, member.pods);
+      // remember_assumed(member.cluster, member.pods);
     } catch (const std::exception& e) {
       failure = member.cluster + ": " + e.what();
     }
