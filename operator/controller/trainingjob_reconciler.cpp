@@ -534,7 +534,7 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
         }
       }
       for (const json& pod : member.pods) client.create(resource("Pod"), job.namespace_name, pod);
-      // remember_assumed(member.cluster, member.pods);
+      remember_assumed(member.cluster, member.pods);
     } catch (const std::exception& e) {
       failure = member.cluster + ": " + e.what();
     }
