@@ -388,6 +388,25 @@ class TrainingJobReconcilerTest : public ::testing::Test {
     return reconcile(name);
   }
 
+  // On test servers: while held, pods can be neither listed nor watched in the members (open
+  // watches are cut), so the member registry's pod caches stand still.
+  void hold_member_pod_caches(bool held) {
+    for (const auto& member : members_) {
+      testing::ApiTestServer* server = member->server();
+      if (!server) continue;
+      if (!held) {
+        server->set_authorizer(nullptr);  // the default again
+        continue;
+      }
+      server->set_authorizer([](const testing::RequestAttributes& request) {
+        const bool pod_read =
+            request.resource == "pods" && (request.verb == "list" || request.verb == "watch");
+        return !pod_read && request.user.name != "system:anonymous";
+      });
+      server->drop_watches();
+    }
+  }
+
   // The kubelet: every pod of the run in both members takes `phase`.
   void set_phase(const std::string& phase, const std::string& only_pod = "") {
     for (int m = 0; m < 2; ++m) {
@@ -570,8 +589,12 @@ TEST_F(TrainingJobReconcilerTest, NeverGivesOneGpuToTwoJobs) {
     reconcile(name);  // the finalizer
     sync_job(name);
   }
-  // No waiting for the members' informers between these.
+  // No waiting for the members' informers between these; on test servers their pod caches are
+  // held back meanwhile, so that "two" and "three" can know of "one"'s pods only as the pods the
+  // reconciler created (on real clusters the reconciles merely follow each other at once).
+  hold_member_pod_caches(true);
   for (const char* name : {"one", "two", "three"}) reconciler_->reconcile(key(name));
+  hold_member_pod_caches(false);
 
   EXPECT_EQ(phase(job("one")), "Starting");
   EXPECT_EQ(phase(job("two")), "Starting");
