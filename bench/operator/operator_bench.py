@@ -69,7 +69,9 @@ IDLE_STAGE = os.path.join(REPO, "bench", "operator", "idle-stage.sh")
 IDLE_IMAGE = "bench/idle"
 # Round-trip times (median, p90 ms) and throughput (small, bulk Gbit/s) the "prober" reports.
 INSIDE_MEMBER = {"rttMs": [0.2, 0.3], "gbps": [8, 40]}
-ACROSS_MEMBERS_RTT_MS = [30, 80, 60, 120, 45, 150]  # by pair of members, cycled
+# Between members i < j: entry (i * members + j) mod 6; for three members a-b 80 ms, a-c 60 ms,
+# b-c 150 ms (throughput 0.1 / 1 Gbit/s).
+ACROSS_MEMBERS_RTT_MS = [30, 80, 60, 120, 45, 150]
 
 
 def log(message):
@@ -167,13 +169,11 @@ class JobTracker:
     def __init__(self):
         self.lock = threading.Lock()
         self.added, self.placed, self.running, self.placed_message = {}, {}, {}, {}
-        self.gone = set()
 
     def on_object(self, event_type, job, at):
         name = job["metadata"]["name"]
         with self.lock:
             if event_type == "DELETED":
-                self.gone.add(name)
                 return
             self.added.setdefault(name, at)
             status = job.get("status", {})
@@ -598,8 +598,7 @@ class Fleet:
             reachable = any(c.get("type") == "Reachable" and c.get("status") == "True"
                             for c in status.get("conditions", []))
             if reachable:
-                total += int(status.get("gpus", {}).get("free", 0) if isinstance(
-                    status.get("gpus"), dict) else status.get("freeGPUs", 0))
+                total += int(status.get("gpus", {}).get("free", 0))
         return total
 
     def healthy(self):
@@ -924,6 +923,7 @@ def main():
     built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(binary)))
     head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
+    load_at_start = os.getloadavg()[0]
     log(f"tessel-operator built {built}, repository at {head}")
 
     gang = run_gang(args) if args.scenario in ("gang", "both") else []
@@ -932,7 +932,8 @@ def main():
         with open(args.json, "w") as f:
             json.dump({"gang": gang, "fleet": fleets}, f, indent=1)
     print_tables(gang, fleets, args)
-    print(f"\ntessel-operator built {built}; repository at {head}")
+    print(f"\ntessel-operator built {built}; repository at {head}; 1-minute load average "
+          f"{load_at_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":
