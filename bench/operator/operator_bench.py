@@ -917,8 +917,8 @@ def main():
 
     # A copy, so that a rebuild during the run cannot change the binary between scenarios.
     binary = os.path.join(args.build, "operator", "tessel-operator")
-    args.operator_binary = os.path.join(tempfile.mkdtemp(prefix="tessel-operator-bench-bin."),
-                                        "tessel-operator")
+    binary_dir = tempfile.mkdtemp(prefix="tessel-operator-bench-bin.")
+    args.operator_binary = os.path.join(binary_dir, "tessel-operator")
     shutil.copy2(binary, args.operator_binary)
     built = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(os.path.getmtime(binary)))
     head = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
@@ -926,8 +926,11 @@ def main():
     load_at_start = os.getloadavg()[0]
     log(f"tessel-operator built {built}, repository at {head}")
 
-    gang = run_gang(args) if args.scenario in ("gang", "both") else []
-    fleets = [run_fleet(args, s) for s in sizes] if args.scenario in ("fleet", "both") else []
+    try:
+        gang = run_gang(args) if args.scenario in ("gang", "both") else []
+        fleets = [run_fleet(args, s) for s in sizes] if args.scenario in ("fleet", "both") else []
+    finally:
+        shutil.rmtree(binary_dir, ignore_errors=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"gang": gang, "fleet": fleets}, f, indent=1)
