@@ -163,9 +163,14 @@ void run_controllers(Shared& s, std::stop_token stop) {
   registry_options.client.qps = 50;
   registry_options.client.burst = 100;
   registry_options.client.logger = s.logger;
+  registry_options.client.request_timeout = std::chrono::seconds(30);  // a hung member stops
+  registry_options.observe_client = [&s](const std::string& name) {
+    return s.metrics.api_request_counter(name);
+  };
   controller::MemberRegistry registry(
       registry_options,
-      [&](const std::string&, const json& pod) {
+      [&](const std::string& cluster, const json& pod) {
+        if (job_reconciler_ptr) job_reconciler_ptr->pod_observed(cluster, pod);
         if (auto key = job_key_of_pod(pod, flags.hub_id); key && jobs_controller_ptr) {
           jobs_controller_ptr->queue().add(*key);
         }

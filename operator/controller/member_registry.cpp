@@ -147,6 +147,7 @@ std::shared_ptr<MemberInformers> MemberRegistry::start(const std::string& name,
   const auto logger = std::make_shared<const kube::Logger>(logger_->with({{"member", name}}));
   kube::ClientOptions client_options = options_.client;
   if (!client_options.logger) client_options.logger = logger;
+  if (options_.observe_client) client_options.on_response = options_.observe_client(name);
   auto m = std::make_shared<MemberInformers>();
   m->config = config;
   m->client = kube::Client::from_config(config, client_options);

@@ -53,7 +53,11 @@ class MemberRegistry {
     std::string operator_namespace = "tessel-system";  // where the kubeconfig Secrets live
     std::string hub_id = "hub";                        // the tessel.dev/hub label's value
     kube::ClientOptions client;                        // of every member's client
-    std::shared_ptr<const kube::Logger> logger;        // nullptr: component "member-registry"
+    // When set, the on_response of the client of member `name` (its API requests counted under
+    // its name); else client.on_response.
+    std::function<std::function<void(std::string_view verb, int code)>(const std::string& name)>
+        observe_client;
+    std::shared_ptr<const kube::Logger> logger;  // nullptr: component "member-registry"
     // A member whose informers listed once but have failed for this long is unreachable (a
     // shorter failure is a watch being re-established, not worth a False condition).
     std::chrono::seconds unreachable_after{20};

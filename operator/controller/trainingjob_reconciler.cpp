@@ -248,6 +248,8 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   }
 
   if (pod_count == 0) {
+    // Pods just created that the members' caches do not show yet: not gone, on their way.
+    if (has_assumed(uid)) return {.requeue_after = std::chrono::milliseconds(500)};
     if (phase == "Starting" || phase == "Running") {
       // The pods went away under the job (deleted by someone, or their nodes lost).
       return fail_attempt(job, status, "its stage pods are gone");
@@ -302,8 +304,12 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   }
 
   // Pods exist: follow the gang of the current attempt.
-  const std::vector<TaskletPlace> tasklets =
+  std::vector<TaskletPlace> tasklets =
       tasklets_from_status(status.value("placement", json::object()), job);
+  if (tasklets.empty()) {
+    std::lock_guard lock(mutex_);
+    if (const auto it = placed_.find(uid); it != placed_.end()) tasklets = it->second;
+  }
   if (tasklets.empty()) {
     // Pods without a placement to judge them by (status lost or edited): start over.
     delete_remote_objects(object, /*pods_only=*/true);
@@ -550,6 +556,10 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
     }
   }
 
+  {
+    std::lock_guard lock(mutex_);
+    placed_[uid] = placed.tasklets;
+  }
   status["placement"] = placement_status(placed, job);
   status["phase"] = "Starting";
   if (!status.contains("startTime")) status["startTime"] = now_text();
@@ -713,6 +723,37 @@ void TrainingJobReconciler::remember_assumed(const std::string& cluster,
   for (const json& pod : pods) assumed_[cluster].push_back({pod, now});
 }
 
+void TrainingJobReconciler::pod_observed(const std::string& cluster, const json& pod) {
+  std::lock_guard lock(mutex_);
+  const auto it = assumed_.find(cluster);
+  if (it == assumed_.end()) return;
+  std::erase_if(it->second, [&](const AssumedPod& a) {
+    return kube::object_namespace(pod) == kube::object_namespace(a.pod) &&
+           kube::object_name(pod) == kube::object_name(a.pod) &&
+           kube::get_label(pod, kJobUidLabel) == kube::get_label(a.pod, kJobUidLabel);
+  });
+}
+
+void TrainingJobReconciler::forget_attempt(const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  placed_.erase(uid);
+  for (auto& [cluster, pods] : assumed_) {
+    std::erase_if(pods,
+                  [&](const AssumedPod& a) { return kube::get_label(a.pod, kJobUidLabel) == uid; });
+  }
+}
+
+bool TrainingJobReconciler::has_assumed(const std::string& uid) const {
+  std::lock_guard lock(mutex_);
+  const auto expired = std::chrono::steady_clock::now() - kAssumedPodTtl;
+  for (const auto& [cluster, pods] : assumed_) {
+    for (const AssumedPod& a : pods) {
+      if (a.created >= expired && kube::get_label(a.pod, kJobUidLabel) == uid) return true;
+    }
+  }
+  return false;
+}
+
 std::map<std::string, std::vector<json>> TrainingJobReconciler::pods_of(
     const std::string& uid) const {
   std::map<std::string, std::vector<json>> out;
@@ -728,6 +769,7 @@ std::map<std::string, std::vector<json>> TrainingJobReconciler::pods_of(
 }
 
 int TrainingJobReconciler::delete_remote_objects(const json& job, bool pods_only) {
+  forget_attempt(kube::object_uid(job));
   return delete_labelled(kube::object_namespace(job),
                          remote_selector(options_.hub_id, kube::object_uid(job)), pods_only,
                          kube::object_key(job));

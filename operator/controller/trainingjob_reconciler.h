@@ -81,6 +81,10 @@ class TrainingJobReconciler {
   // Jobs that wait for GPUs: a change of nodes or pods in a member may let them start.
   std::vector<std::string> waiting_jobs() const;
 
+  // A member's informer showed one of this hub's pods (added, changed or deleted): an assumed pod
+  // of that name is no longer needed to hold its GPUs (the cache, or its absence, now says).
+  void pod_observed(const std::string& cluster, const nlohmann::json& pod);
+
   // Stops a placement search in progress (leadership lost).
   void cancel() { cancel_.store(true); }
 
@@ -106,6 +110,9 @@ class TrainingJobReconciler {
   int sweep_orphans(const std::string& key);
   std::string token_for(const nlohmann::json& job);
   void remember_assumed(const std::string& cluster, const std::vector<nlohmann::json>& pods);
+  // The job's pods are being deleted: its assumed pods and its placement record are let go.
+  void forget_attempt(const std::string& uid);
+  bool has_assumed(const std::string& uid) const;
   std::string now_text() const;
   std::chrono::system_clock::time_point now() const;
   void record(const nlohmann::json& job, kube::EventType type, const std::string& reason,
@@ -131,6 +138,11 @@ class TrainingJobReconciler {
     std::chrono::steady_clock::time_point created;
   };
   std::map<std::string, std::vector<AssumedPod>> assumed_;
+  // The tasklets of each job's current start attempt (by uid) from when its pods were created
+  // until its pods go: a reconcile that reads the job from a cache that does not show the status
+  // with them yet still knows them, instead of taking the new pods for strays. Rebuilt after a
+  // restart from status.placement, which the cache then holds.
+  std::map<std::string, std::vector<TaskletPlace>> placed_;
   std::map<std::string, std::chrono::steady_clock::time_point> progress_written_;
   std::map<std::string, bool> waiting_;
   std::mutex placing_;  // one placement at a time: two jobs never get the same GPU
