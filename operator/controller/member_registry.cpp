@@ -17,6 +17,8 @@ namespace tessel::controller {
 
 using nlohmann::json;
 
+constexpr char kJobUidIndex[] = "job-uid";
+
 struct MemberInformers {
   kube::ClusterConfig config;
   std::shared_ptr<kube::Client> client;  // declared before the informers: outlives them
@@ -123,6 +125,13 @@ std::vector<json> MemberView::pods() const {
   return out;
 }
 
+std::vector<json> MemberView::pods_of_job(const std::string& uid) const {
+  std::vector<json> out;
+  for (const kube::ObjectSnapshot& pod : informers->hub_pods->store().by_index(kJobUidIndex, uid))
+    out.push_back(*pod);
+  return out;
+}
+
 MemberRegistry::MemberRegistry(Options options,
                                std::function<void(const std::string&, const json&)> on_pod,
                                std::function<void(const std::string&)> on_nodes)
@@ -161,6 +170,11 @@ std::shared_ptr<MemberInformers> MemberRegistry::start(const std::string& name,
   };
   m->nodes = informer("nodes", "", "");
   m->hub_pods = informer("pods", std::string(kHubLabel) + "=" + options_.hub_id, "");
+  // A job's pods are looked up on every reconcile of the job: by index, not by a scan.
+  m->hub_pods->add_index(kJobUidIndex, [](const json& pod) {
+    const std::optional<std::string> uid = kube::get_label(pod, kJobUidLabel);
+    return uid ? std::vector<std::string>{*uid} : std::vector<std::string>{};
+  });
   m->bound_pods = informer("pods", "", kBoundPodsSelector);
 
   const auto nodes_changed = [this, name] {

@@ -43,6 +43,8 @@ struct MemberView {
   // to a node and not finished, each once. What candidate_nodes needs to count held GPUs, and
   // what a job's pods are found among (by their tessel.dev/job-uid label).
   std::vector<nlohmann::json> pods() const;
+  // This hub's pods of one job (label tessel.dev/job-uid), from an index.
+  std::vector<nlohmann::json> pods_of_job(const std::string& uid) const;
 
   std::shared_ptr<const MemberInformers> informers;  // the registry's; read through the above
 };

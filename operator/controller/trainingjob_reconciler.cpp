@@ -758,9 +758,8 @@ std::map<std::string, std::vector<json>> TrainingJobReconciler::pods_of(
     const std::string& uid) const {
   std::map<std::string, std::vector<json>> out;
   for (const std::shared_ptr<const MemberView>& member : members_.members()) {
-    for (json& pod : member->pods()) {
-      if (kube::get_label(pod, kJobUidLabel) == uid &&
-          kube::get_label(pod, kHubLabel) == options_.hub_id) {
+    for (json& pod : member->pods_of_job(uid)) {
+      if (kube::get_label(pod, kHubLabel) == options_.hub_id) {
         out[member->name].push_back(std::move(pod));
       }
     }
