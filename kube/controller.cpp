@@ -73,6 +73,29 @@ void Controller::watch(SharedInformer& informer) {
   informers_.push_back(&informer);
 }
 
+bool not_only_status_changed(const json& old_object, const json& new_object) {
+  if (old_object == new_object) return true;  // a resync
+  const auto without_status = [](json object) {
+    object.erase("status");
+    if (object.contains("metadata") && object["metadata"].is_object()) {
+      object["metadata"].erase("resourceVersion");
+      object["metadata"].erase("managedFields");
+    }
+    return object;
+  };
+  return without_status(old_object) != without_status(new_object);
+}
+
+void Controller::watch(SharedInformer& informer, UpdatePredicate predicate) {
+  EventHandler handler = enqueue_keys(queue_);
+  handler.on_update = [enqueue = handler.on_update, predicate = std::move(predicate)](
+                          const json& old_object, const json& new_object) {
+    if (predicate(old_object, new_object)) enqueue(old_object, new_object);
+  };
+  informer.add_event_handler(std::move(handler));
+  informers_.push_back(&informer);
+}
+
 void Controller::watch(SharedInformer& informer, KeyMapper map) {
   informer.add_event_handler(enqueue_mapped(queue_, std::move(map)));
   informers_.push_back(&informer);

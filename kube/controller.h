@@ -55,6 +55,15 @@ EventHandler enqueue_mapped(WorkQueue& queue, KeyMapper map);
 // namespace); none otherwise.
 KeyMapper controller_owner_key(std::string owner_kind);
 
+// Whether an update is worth a reconcile (controller-runtime's predicates).
+using UpdatePredicate =
+    std::function<bool(const nlohmann::json& old_object, const nlohmann::json& new_object)>;
+
+// False when an update changed nothing but status (and with it metadata.resourceVersion and
+// managedFields): a controller's own status writes then do not bring its object back. A resync
+// (the same object twice) passes, so the periodic revisit stays.
+bool not_only_status_changed(const nlohmann::json& old_object, const nlohmann::json& new_object);
+
 class Controller {
  public:
   // Throws std::invalid_argument for fewer than one worker or an empty reconciler.
@@ -66,6 +75,10 @@ class Controller {
   // Queues the key of every object the informer adds, updates, resyncs or deletes; run() waits
   // for the informer's first list before starting the workers.
   void watch(SharedInformer& informer);
+  // Queues the key of every object the informer adds or deletes, and of updates `predicate`
+  // lets through.
+  void watch(SharedInformer& informer, UpdatePredicate predicate);
+
   // Queues the keys `map` gives for the informer's objects.
   void watch(SharedInformer& informer, KeyMapper map);
 

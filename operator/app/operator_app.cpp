@@ -230,7 +230,8 @@ void run_controllers(Shared& s, std::stop_token stop) {
             [&](const std::string& key) { return job_reconciler.reconcile(key); }),
       std::move(job_controller_options));
   jobs_controller_ptr = &jobs_controller;
-  jobs_controller.watch(jobs);
+  // Its own status writes (every progress update) do not bring a job back: it requeues itself.
+  jobs_controller.watch(jobs, kube::not_only_status_changed);
 
   kube::ControllerOptions member_controller_options;
   member_controller_options.name = "membercluster";
