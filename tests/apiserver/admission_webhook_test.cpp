@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tests/apiserver/api_test_client.h"
+#include "tests/apiserver/plain_server.h"
 #include "tests/apiserver/test_webhook.h"
 #include "tests/support/api_test_server.h"
 
@@ -20,19 +21,6 @@ const std::string kValidating =
     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
 const std::string kMutating = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
 const std::string kConfigMaps = "/api/v1/namespaces/default/configmaps";
-
-ApiTestServerOptions plain_options() {
-  ApiTestServerOptions options;
-  options.tls = false;
-  return options;
-}
-
-json config_map(const std::string& name, json labels = json::object()) {
-  return {{"apiVersion", "v1"},
-          {"kind", "ConfigMap"},
-          {"metadata", {{"name", name}, {"labels", labels}}},
-          {"data", {{"k", "v"}}}};
-}
 
 json url_client(const TestWebhook& webhook, const std::string& path = "/validate") {
   return {{"url", webhook.url(path)}, {"caBundle", webhook.ca_bundle()}};

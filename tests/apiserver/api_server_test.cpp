@@ -11,6 +11,7 @@
 
 #include "tests/apiserver/api_fixture_replay.h"
 #include "tests/apiserver/api_test_client.h"
+#include "tests/apiserver/plain_server.h"
 #include "tests/kube/fixtures.h"
 #include "tests/support/api_test_server.h"
 
@@ -24,19 +25,6 @@ using std::chrono::milliseconds;
 const std::string kConfigMaps = "/api/v1/namespaces/default/configmaps";
 const std::string kJobs = "/apis/tessel.dev/v1alpha1/namespaces/default/trainingjobs";
 const std::string kTableAccept = "application/json;as=Table;v=v1;g=meta.k8s.io";
-
-ApiTestServerOptions plain_options() {
-  ApiTestServerOptions options;
-  options.tls = false;
-  return options;
-}
-
-json config_map(const std::string& name, json labels = json::object()) {
-  return {{"apiVersion", "v1"},
-          {"kind", "ConfigMap"},
-          {"metadata", {{"name", name}, {"labels", labels}}},
-          {"data", {{"k", "v"}}}};
-}
 
 // Polls `done` until it holds (the controllers run asynchronously, as on a real cluster).
 bool eventually(const std::function<bool()>& done, milliseconds timeout = milliseconds(10000)) {

@@ -7,19 +7,12 @@
 #include <sstream>
 
 #include "api/yaml_json.h"
+#include "tests/operator/example_job.h"
 
 namespace tessel::server {
 namespace {
 
 using nlohmann::json;
-
-json example_job() {
-  const std::string path = std::string(TESSEL_SOURCE_DIR) + "/examples/trainingjobs/fables.yaml";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return api::yaml_to_json(text.str(), path);
-}
 
 json review(const std::string& operation, const json& object, const json& old_object = nullptr,
             const std::string& kind = "TrainingJob", const std::string& sub_resource = "") {

@@ -15,6 +15,7 @@
 #include "operator/server/admission.h"
 #include "operator/server/https_router.h"
 #include "operator/server/webhook.h"
+#include "tests/operator/example_job.h"
 #include "tests/operator/https_test_client.h"
 #include "tests/support/api_patch.h"
 #include "tests/support/http_server.h"
@@ -23,14 +24,6 @@ namespace tessel::server {
 namespace {
 
 using nlohmann::json;
-
-json example_job() {
-  const std::string path = std::string(TESSEL_SOURCE_DIR) + "/examples/trainingjobs/fables.yaml";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return api::yaml_to_json(text.str(), path);
-}
 
 json review(const std::string& operation, const json& object,
             const std::string& kind = "TrainingJob", const std::string& sub_resource = "") {
