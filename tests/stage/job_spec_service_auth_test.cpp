@@ -9,6 +9,7 @@
 #include <string>
 
 #include "noderuntime/stage/job_spec.h"
+#include "tests/stage/job_spec_error.h"
 
 namespace tessel::stage {
 namespace {
@@ -28,15 +29,6 @@ json minimal_job() {
               {"stage": 1, "replica": 0, "host": "0.0.0.0", "port": 0}],
     "rendezvous": {"address": "hub.example:7071", "token_file": "/etc/tessel/stage/token"}
   })");
-}
-
-std::string error_of(const json& job) {
-  try {
-    parse_job_spec(job.dump(), "job.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(JobSpecServiceAuth, ReadsTheCaAndTokenFiles) {
@@ -94,7 +86,6 @@ TEST(JobSpecServiceAuth, BadPathsNameTheField) {
         << bad.pointer << ": got '" << error_of(job) << "'";
   }
 }
-
 
 // The operator's pods mount the token beside the job file and name it relative to it; joined
 // lexically, so a job folder that is a symlink (a kubelet's mount) still finds its sibling.

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "placement/topology.h"
+#include "tests/stage/job_spec_error.h"
 
 namespace tessel::stage {
 namespace {
@@ -37,15 +38,6 @@ json good_job() {
     "trace": {"path": "trace-{rank}.json"},
     "progress": {"address": "127.0.0.1:7070"}
   })");
-}
-
-std::string error_of(const json& job) {
-  try {
-    parse_job_spec(job.dump(), "job.json");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(JobSpec, ParsesACompleteJob) {
