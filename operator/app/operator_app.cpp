@@ -131,8 +131,10 @@ void run_controllers(Shared& s, std::stop_token stop) {
 
   kube::InformerOptions resync;
   resync.resync_period = std::chrono::minutes(10);
-  kube::SharedInformer jobs(s.hub, s.jobs_resource, "", resync);
-  kube::SharedInformer members(s.hub, s.members_resource, "", resync);
+  kube::SharedInformer jobs(s.hub, s.jobs_resource, flags.watch_namespace, resync);
+  kube::InformerOptions member_options_informer = resync;
+  member_options_informer.reflector.selectors.label_selector = flags.member_selector;
+  kube::SharedInformer members(s.hub, s.members_resource, "", member_options_informer);
   // tessel_member_reachable follows each MemberCluster's Reachable condition.
   members.add_event_handler(
       {.on_add =

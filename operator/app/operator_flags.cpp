@@ -1,6 +1,9 @@
 #include "operator/app/operator_flags.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <iostream>
 #include <stdexcept>
 
@@ -28,6 +31,50 @@ std::pair<std::string, int> split_address(const std::string& address, const std:
   return {host, port};
 }
 
+namespace {
+
+bool is_lower_alphanumeric(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+// A namespace name: a DNS-1123 label.
+void check_namespace(const std::string& name) {
+  if (name.empty()) return;
+  const bool ok = name.size() <= 63 && is_lower_alphanumeric(name.front()) &&
+                  is_lower_alphanumeric(name.back()) &&
+                  std::all_of(name.begin(), name.end(),
+                              [](char c) { return is_lower_alphanumeric(c) || c == '-'; });
+  if (!ok) {
+    throw std::invalid_argument("--watch-namespace: '" + name +
+                                "' is not a namespace name (at most 63 lowercase letters, digits "
+                                "and '-', starting and ending with a letter or digit)");
+  }
+}
+
+// key=value terms: the keys and values of labels, which the API server also checks.
+void check_member_selector(const std::string& selector) {
+  if (selector.empty()) return;
+  size_t start = 0;
+  while (start <= selector.size()) {
+    const size_t comma = std::min(selector.find(',', start), selector.size());
+    const std::string term = selector.substr(start, comma - start);
+    const size_t equals = term.find('=');
+    const std::string key = equals == std::string::npos ? "" : term.substr(0, equals);
+    const std::string value = equals == std::string::npos ? "" : term.substr(equals + 1);
+    const auto label_chars = [](const std::string& text, const char* extra) {
+      return std::all_of(text.begin(), text.end(), [&](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || std::strchr(extra, c) != nullptr;
+      });
+    };
+    if (key.empty() || key.size() > 316 || !label_chars(key, "-_./") || value.size() > 63 ||
+        !label_chars(value, "-_.")) {
+      throw std::invalid_argument("--member-selector: '" + term +
+                                  "' is not key=value with a label's key and value");
+    }
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
 bool parse_operator_flags(int argc, char** argv, OperatorFlags& f) {
   CLI::App app{
       "tessel-operator: runs TrainingJobs (tessel.dev/v1alpha1) of the hub cluster on the GPUs of "
@@ -48,6 +95,12 @@ bool parse_operator_flags(int argc, char** argv, OperatorFlags& f) {
   app.add_option("--hub-id", f.hub_id,
                  "Names this hub on everything it creates in member clusters (label "
                  "tessel.dev/hub): two hubs sharing a member never touch each other's pods");
+  app.add_option("--watch-namespace", f.watch_namespace,
+                 "Only the TrainingJobs of this namespace; empty: every namespace (several "
+                 "operators can share a hub, one namespace each)");
+  app.add_option("--member-selector", f.member_selector,
+                 "Only the MemberClusters with these labels (key=value, comma-separated); "
+                 "empty: every MemberCluster");
   app.add_option("--leader-elect", f.leader_elect,
                  "Run the controllers only while holding the Lease (true for more than one "
                  "replica)");
@@ -104,6 +157,8 @@ bool parse_operator_flags(int argc, char** argv, OperatorFlags& f) {
   } catch (const CLI::ParseError& e) {
     throw std::invalid_argument(e.what());
   }
+  check_namespace(f.watch_namespace);
+  check_member_selector(f.member_selector);
   split_address(f.https_address, "--https-address");
   split_address(f.stage_service_address, "--stage-service-address");
   split_address(f.stage_service_advertise, "--stage-service-advertise");

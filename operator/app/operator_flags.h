@@ -11,6 +11,8 @@ struct OperatorFlags {
   std::string kubeconfig;  // empty: in-cluster (or $KUBECONFIG, ~/.kube/config)
   std::string namespace_name = "tessel-system";
   std::string hub_id = "hub";
+  std::string watch_namespace;  // empty: TrainingJobs of every namespace
+  std::string member_selector;  // "key=value,...": only these MemberClusters; empty: all
   bool leader_elect = true;
   std::string lease_name = "tessel-operator";
   int lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;

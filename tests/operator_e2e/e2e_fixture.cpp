@@ -228,6 +228,7 @@ OperatorProcess& OperatorE2e::start_operator(const std::string& identity) {
   settings.hub_kubeconfig = federation_->hub().kubeconfig_path();
   settings.namespace_ = federation_->namespace_name();
   settings.hub_id = federation_->run_id();
+  settings.member_selector = std::string(kRunLabel) + "=" + federation_->run_id();
   settings.identity = identity;
   settings.tls_cert_file = cert_file_;
   settings.tls_key_file = key_file_;

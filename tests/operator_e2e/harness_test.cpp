@@ -249,6 +249,8 @@ exec openssl s_server -quiet -www -accept "$address" -cert "$cert" -key "$key"
 TEST(E2eOperatorProcess, TheCommandLineCarriesEveryFlagOfThePlan) {
   OperatorSettings settings;
   settings.binary = "tessel-operator";
+  settings.namespace_ = "tessel-test-x";
+  settings.member_selector = "e2e.tessel.dev/run=x";
   const std::vector<std::string> line = operator_command_line(settings, 8443, 9443);
   std::string joined;
   for (const auto& arg : line) joined += arg + " ";
@@ -257,7 +259,8 @@ TEST(E2eOperatorProcess, TheCommandLineCarriesEveryFlagOfThePlan) {
         "--identity=", "--lease-duration=6", "--renew-deadline=4", "--retry-period=1",
         "--https-address=127.0.0.1:8443", "--tls-cert-file=", "--tls-key-file=", "--tls-ca-file=",
         "--stage-service-address=127.0.0.1:9443", "--stage-service-advertise=127.0.0.1:9443",
-        "--data-root=", "--status-interval=1"})
+        "--data-root=", "--status-interval=1", "--watch-namespace=tessel-test-x",
+        "--member-selector=e2e.tessel.dev/run=x"})
     EXPECT_NE(joined.find(flag), std::string::npos) << flag << " in " << joined;
 }
 

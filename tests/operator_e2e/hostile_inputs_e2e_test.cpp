@@ -56,7 +56,8 @@ class HostileInputsE2e : public OperatorE2e {
     }
     apply({{"apiVersion", "tessel.dev/v1alpha1"},
            {"kind", "MemberCluster"},
-           {"metadata", {{"name", name}}},
+           // The run's label: its operator watches only the run's MemberClusters.
+           {"metadata", {{"name", name}, {"labels", {{kRunLabel, federation_->run_id()}}}}},
            {"spec", {{"kubeconfigSecretRef", {{"name", name + "-kubeconfig"}}}}}},
           name);
   }

@@ -75,23 +75,27 @@ OperatorBinary find_operator_binary() {
 std::vector<std::string> operator_command_line(const OperatorSettings& s, int https_port,
                                                int stage_port) {
   const std::string stage_address = "127.0.0.1:" + std::to_string(stage_port);
-  return {s.binary,
-          "--kubeconfig=" + s.hub_kubeconfig,
-          "--namespace=" + s.namespace_,
-          "--hub-id=" + s.hub_id,
-          "--leader-elect=true",
-          "--identity=" + s.identity,
-          "--lease-duration=" + std::to_string(s.lease_duration_seconds),
-          "--renew-deadline=" + std::to_string(s.renew_deadline_seconds),
-          "--retry-period=" + std::to_string(s.retry_period_seconds),
-          "--https-address=127.0.0.1:" + std::to_string(https_port),
-          "--tls-cert-file=" + s.tls_cert_file,
-          "--tls-key-file=" + s.tls_key_file,
-          "--tls-ca-file=" + s.tls_ca_file,
-          "--stage-service-address=" + stage_address,
-          "--stage-service-advertise=" + stage_address,
-          "--data-root=" + s.data_root,
-          "--status-interval=" + std::to_string(s.status_interval_seconds)};
+  std::vector<std::string> line = {
+      s.binary,
+      "--kubeconfig=" + s.hub_kubeconfig,
+      "--namespace=" + s.namespace_,
+      "--watch-namespace=" + s.namespace_,
+      "--hub-id=" + s.hub_id,
+      "--leader-elect=true",
+      "--identity=" + s.identity,
+      "--lease-duration=" + std::to_string(s.lease_duration_seconds),
+      "--renew-deadline=" + std::to_string(s.renew_deadline_seconds),
+      "--retry-period=" + std::to_string(s.retry_period_seconds),
+      "--https-address=127.0.0.1:" + std::to_string(https_port),
+      "--tls-cert-file=" + s.tls_cert_file,
+      "--tls-key-file=" + s.tls_key_file,
+      "--tls-ca-file=" + s.tls_ca_file,
+      "--stage-service-address=" + stage_address,
+      "--stage-service-advertise=" + stage_address,
+      "--data-root=" + s.data_root,
+      "--status-interval=" + std::to_string(s.status_interval_seconds)};
+  if (!s.member_selector.empty()) line.push_back("--member-selector=" + s.member_selector);
+  return line;
 }
 
 OperatorProcess::OperatorProcess(OperatorSettings settings) : settings_(std::move(settings)) {

@@ -22,9 +22,12 @@ OperatorBinary find_operator_binary();
 
 struct OperatorSettings {
   std::string binary;
-  std::string hub_kubeconfig;      // --kubeconfig
-  std::string namespace_;          // --namespace: member kubeconfig Secrets, the Lease
-  std::string hub_id = "hub";      // --hub-id
+  std::string hub_kubeconfig;  // --kubeconfig
+  std::string namespace_;      // --namespace: member kubeconfig Secrets, the Lease
+  std::string hub_id = "hub";  // --hub-id
+  // --watch-namespace is namespace_ (the run's jobs only); --member-selector this, when set
+  // (the run's MemberClusters only): runs sharing a real hub do not take each other's work.
+  std::string member_selector;
   std::string identity;            // --identity (leader election)
   std::string tls_cert_file;       // --tls-cert-file (SANs 127.0.0.1, localhost)
   std::string tls_key_file;        // --tls-key-file
