@@ -12,9 +12,9 @@
 // visibly while the operator binary has not been built.
 //
 // Real servers (TESSEL_TEST_KUBECONFIG and TESSEL_TEST_MEMBER_KUBECONFIGS): the same cases run,
-// the kubelets registering their nodes there; a job selects only its run's members and nodes, but
-// each case's operator watches the TrainingJobs of the whole hub, so run the cases one at a time
-// there (ctest -L e2e -j1).
+// the kubelets registering their nodes there; a job selects only its run's members and nodes, and
+// each case's operator watches only its run's namespace (--watch-namespace) and MemberClusters
+// (--member-selector), so cases may run side by side there too.
 //
 // On failure the teardown prints the tail of the operator's and the kubelets' logs and keeps the
 // work folder (its path is printed); on success the folder is removed.
