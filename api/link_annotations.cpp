@@ -1,5 +1,6 @@
 #include "api/link_annotations.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -11,6 +12,10 @@ namespace tessel::api {
 namespace {
 
 using nlohmann::json;
+
+// Errors listed for one annotation: a hostile one may have 8192 bad peers, and the message goes
+// into an Event and a condition.
+constexpr size_t kMaxReportedErrors = 20;
 
 const std::string kField = std::string("metadata.annotations[") + kLinksAnnotation + "]";
 
@@ -26,11 +31,39 @@ bool valid_peer(const std::string& peer) {
          std::regex_match(node, subdomain);
 }
 
+// A name as an error message shows it: at most 80 characters (a hostile annotation's peer
+// names may be 200 KiB long).
+std::string shown(const std::string& text) {
+  constexpr size_t kShown = 80;
+  if (text.size() <= kShown) return text;
+  size_t cut = kShown;  // not inside a UTF-8 character: JSON text must stay UTF-8
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
+// What a JSON value is, for an error message, without printing it (dump() recurses into a value
+// nested 100,000 deep, and prints all of a huge one).
+std::string describe(const json& value) {
+  if (value.is_number()) return placement::number_text(value.get<double>());
+  if (value.is_string()) return "\"" + shown(value.get<std::string>()) + "\"";
+  if (value.is_array()) {
+    if (value.size() > 4 || std::any_of(value.begin(), value.end(),
+                                        [](const json& item) { return item.is_structured(); })) {
+      return "a list of " + std::to_string(value.size()) + " items";
+    }
+    std::string text = "[";
+    for (const json& item : value) text += (text.size() > 1 ? ", " : "") + describe(item);
+    return text + "]";
+  }
+  if (value.is_object()) return "an object of " + std::to_string(value.size()) + " fields";
+  return value.type_name();
+}
+
 // A [first, second] pair of numbers, or an error (once per pair).
 bool read_pair(const json& pair, double& first, double& second, const std::string& field,
                std::vector<FieldError>& errors) {
   if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number()) {
-    errors.push_back({field, "must be a list of two numbers, got " + pair.dump()});
+    errors.push_back({field, "must be a list of two numbers, got " + describe(pair)});
     return false;
   }
   first = pair[0].get<double>();
@@ -38,7 +71,39 @@ bool read_pair(const json& pair, double& first, double& second, const std::strin
   return true;
 }
 
+// Whether `peer` names the annotated node itself: `node` is "<node>" or "<cluster>/<node>", and a
+// peer of the same cluster is named by its node name alone.
+bool names_itself(const std::string& peer, const std::string& node) {
+  if (peer == node) return true;
+  const size_t slash = node.find('/');
+  return slash != std::string::npos && peer == node.substr(slash + 1);
+}
+
 }  // namespace
+
+std::optional<std::chrono::sys_seconds> parse_measured_at(const std::string& text) {
+  if (text.size() > 64) return std::nullopt;
+  static const std::regex rfc3339(
+      "(\\d{4})-(\\d{2})-(\\d{2})[Tt](\\d{2}):(\\d{2}):(\\d{2})(\\.\\d{1,9})?"
+      "([Zz]|([+-])(\\d{2}):(\\d{2}))");
+  std::smatch m;
+  if (!std::regex_match(text, m, rfc3339)) return std::nullopt;
+  const auto number = [&](int group) { return std::stoi(m[group].str()); };
+  using namespace std::chrono;
+  const year_month_day date{year{number(1)}, month{static_cast<unsigned>(number(2))},
+                            day{static_cast<unsigned>(number(3))}};
+  const int hour = number(4), minute = number(5), second = number(6);
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60)
+    return std::nullopt;  // 60: a leap second
+  sys_seconds time = sys_days{date} + hours{hour} + minutes{minute} + seconds{second};
+  if (m[9].matched) {
+    const int offset_hours = number(10), offset_minutes = number(11);
+    if (offset_hours > 23 || offset_minutes > 59) return std::nullopt;
+    const seconds offset = hours{offset_hours} + minutes{offset_minutes};
+    time -= m[9].str() == "+" ? offset : -offset;  // 01:00+01:00 is 00:00Z
+  }
+  return time;
+}
 
 NodeLinks parse_node_links(const std::string& value, const std::string& node) {
   if (value.size() > kMaxLinksAnnotationBytes) {
@@ -52,31 +117,42 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
   }
   if (document.value("version", json()) != 1) {
     throw ManifestError(node, {{kField + ".version",
-                                "must be 1, got " + document.value("version", json()).dump()}});
+                                "must be 1, got " + describe(document.value("version", json()))}});
   }
   const json peers = document.value("peers", json());
-  if (!peers.is_object()) throw ManifestError(node, {{kField + ".peers", "must be an object"}});
+  if (!peers.is_object()) {
+    throw ManifestError(node, {{kField + ".peers", "must be an object, got " + describe(peers)}});
+  }
   if (peers.size() > static_cast<size_t>(placement::kMaxDevices)) {
     throw ManifestError(node, {{kField + ".peers", "lists " + std::to_string(peers.size()) +
                                                        " peers, more than the limit of " +
                                                        std::to_string(placement::kMaxDevices)}});
   }
   std::vector<FieldError> errors;
+  size_t unreported = 0;
   NodeLinks links;
   const double max_rtt_ms = 2 * placement::kMaxLatencyMs;
   for (const auto& [peer, entry] : peers.items()) {
-    const std::string at = kField + ".peers[" + peer + "]";
+    if (errors.size() >= kMaxReportedErrors) {
+      ++unreported;
+      continue;
+    }
+    const std::string at = kField + ".peers[" + shown(peer) + "]";
     if (!valid_peer(peer)) {
       errors.push_back({at, "not a node name or <cluster>/<node>"});
       continue;
     }
+    if (names_itself(peer, node)) {
+      errors.push_back({at, "is the annotated node itself: a node has no link to itself"});
+      continue;
+    }
     if (!entry.is_object()) {
-      errors.push_back({at, "must be an object"});
+      errors.push_back({at, "must be an object, got " + describe(entry)});
       continue;
     }
     for (const auto& [key, unused] : entry.items()) {
       if (key != "rttMs" && key != "gbps" && key != "at")
-        errors.push_back({at + "." + key, "unknown field"});
+        errors.push_back({at + "." + shown(key), "unknown field"});
     }
     LinkMeasurement m;
     const json rtt = entry.value("rttMs", json()), gbps = entry.value("gbps", json());
@@ -98,13 +174,19 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
       in_range(m.bulk_gbps, placement::kMinBandwidthGbps, placement::kMaxBandwidthGbps,
                at + ".gbps[1]", "Gbit/s");
     }
-    const json when = entry.value("at", json(""));
-    if (!when.is_string() || when.get<std::string>().size() > 64) {
-      errors.push_back({at + ".at", "must be an RFC 3339 time"});
+    const json when = entry.value("at", json());
+    if (!when.is_string() || !parse_measured_at(when.get<std::string>())) {
+      errors.push_back({at + ".at", "must be an RFC 3339 time (\"2026-11-26T00:12:03Z\"), got " +
+                                        describe(when)});
     } else {
       m.measured_at = when.get<std::string>();
     }
     links.peers[peer] = m;
+  }
+  if (unreported > 0) {
+    errors.push_back({kField + ".peers", "and " + std::to_string(unreported) +
+                                             " more peers not checked after " +
+                                             std::to_string(kMaxReportedErrors) + " errors"});
   }
   if (!errors.empty()) throw ManifestError(node, errors);
   return links;

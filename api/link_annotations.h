@@ -14,7 +14,9 @@
 // writes the other direction on its own Node.
 #pragma once
 
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "placement/topology.h"
@@ -44,10 +46,16 @@ struct NodeLinks {
   bool operator==(const NodeLinks&) const = default;
 };
 
-// Parses an annotation value. Every bound is checked (size, peer count and names, finite
-// values in the physical ranges of placement/limits.h, p90 >= p50, small <= bulk is not
-// required); throws ManifestError(node, {"metadata.annotations[net.tessel.dev/links]...", why}).
+// Parses an annotation value, written by a node that may be broken or hostile. Every bound is
+// checked (size, version, peer count and names, no peer naming the node itself, finite values in
+// the physical ranges of placement/limits.h, p90 >= p50, an RFC 3339 `at`; small <= bulk is not
+// required); throws ManifestError(node, {"metadata.annotations[net.tessel.dev/links]...", why}),
+// at most 20 errors listed. `node` is "<node>" or "<cluster>/<node>". How old `at` is, is the
+// reader's to judge (controller::build_cluster_topology takes old measurements as missing).
 NodeLinks parse_node_links(const std::string& value, const std::string& node);
+// An RFC 3339 time ("2026-11-26T00:12:03Z", "2026-11-26T01:12:03.25+01:00"), to the second;
+// nullopt when `text` is not one (or names no real date).
+std::optional<std::chrono::sys_seconds> parse_measured_at(const std::string& text);
 // The annotation value (compact JSON, peers in name order); parse_node_links(format(x)) == x.
 std::string format_node_links(const NodeLinks& links);
 
