@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "api/link_annotations.h"
 #include "api/manifest_error.h"
@@ -31,10 +32,55 @@ placement::Link estimate(const GpuNode& a, const GpuNode& b, const LinkEstimates
   return e.same_region;
 }
 
+// "1h", "1h30m", "5m", "42s": a duration as a note shows it, to the largest unit that fits.
+std::string duration_text(std::chrono::seconds d) {
+  const long long s = d.count();
+  if (s >= 3600) {
+    return std::to_string(s / 3600) + "h" +
+           (s % 3600 >= 60 ? std::to_string(s % 3600 / 60) + "m" : "");
+  }
+  if (s >= 60) return std::to_string(s / 60) + "m";
+  return std::to_string(s) + "s";
+}
+
+// Why a node's measurements were not all taken: how many were too old and how many dated in the
+// future, with the worst of each.
+struct Staleness {
+  int old = 0, future = 0;
+  std::chrono::seconds oldest{0}, furthest{0};
+  std::string oldest_at, furthest_at;
+
+  std::string note(const std::string& node, int total, const LinkFreshness& f) const {
+    std::string text = node + ": ";
+    if (old > 0) {
+      text += std::to_string(old) + " of its " + std::to_string(total) +
+              " link measurements are older than " + duration_text(f.max_age) + " (the oldest at " +
+              oldest_at + ", " + duration_text(oldest) + " old)";
+    }
+    if (future > 0) {
+      text += std::string(old > 0 ? "; " : "") + std::to_string(future) + " of its " +
+              std::to_string(total) + " link measurements are dated more than " +
+              duration_text(f.max_clock_skew) + " in the future (" + furthest_at + ", " +
+              duration_text(furthest) + " ahead)";
+    }
+    return text + " (those links are estimated unless the peer measured them)";
+  }
+};
+
 }  // namespace
 
 ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
-                                       const LinkEstimates& estimates) {
+                                       const LinkEstimates& estimates,
+                                       const LinkFreshness& freshness) {
+  if (freshness.max_age <= std::chrono::seconds(0)) {
+    throw std::invalid_argument("link measurement max age must be > 0s, got " +
+                                std::to_string(freshness.max_age.count()) + "s");
+  }
+  if (freshness.max_clock_skew < std::chrono::seconds(0)) {
+    throw std::invalid_argument("link measurement clock skew must be >= 0s, got " +
+                                std::to_string(freshness.max_clock_skew.count()) + "s");
+  }
+  const auto now = std::chrono::time_point_cast<std::chrono::seconds>(freshness.now);
   ClusterTopology out;
   placement::Topology& t = out.topology;
   t.id = "clusters";
@@ -47,14 +93,42 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
     const std::string self = key_of(node.cluster, node.name);
     const auto annotation = node.annotations.find(api::kLinksAnnotation);
     if (annotation == node.annotations.end()) continue;
+    api::NodeLinks links;
     try {
-      for (const auto& [peer, m] : api::parse_node_links(annotation->second, self).peers) {
-        const std::string other =
-            peer.find('/') == std::string::npos ? key_of(node.cluster, peer) : peer;
-        measured[{self, other}] = m.link();
-      }
+      links = api::parse_node_links(annotation->second, self);
     } catch (const api::ManifestError& e) {
       out.notes.push_back(std::string(e.what()) + " (its links are estimated)");
+      const size_t more = e.errors().size() - 1;
+      out.rejected.push_back(
+          {node.cluster, node.name,
+           e.errors().front().text() +
+               (more > 0 ? " (and " + std::to_string(more) + " more errors)" : "")});
+      continue;
+    }
+    Staleness stale;
+    for (const auto& [peer, m] : links.peers) {
+      const auto at = *api::parse_measured_at(m.measured_at);  // parse_node_links checked it
+      if (now - at > freshness.max_age) {
+        if (stale.old++ == 0 || now - at > stale.oldest) {
+          stale.oldest = now - at;
+          stale.oldest_at = m.measured_at;
+        }
+        continue;
+      }
+      if (at - now > freshness.max_clock_skew) {
+        if (stale.future++ == 0 || at - now > stale.furthest) {
+          stale.furthest = at - now;
+          stale.furthest_at = m.measured_at;
+        }
+        continue;
+      }
+      const std::string other =
+          peer.find('/') == std::string::npos ? key_of(node.cluster, peer) : peer;
+      measured[{self, other}] = m.link();
+    }
+    if (stale.old + stale.future > 0) {
+      out.stale_measurements += stale.old + stale.future;
+      out.notes.push_back(stale.note(self, static_cast<int>(links.peers.size()), freshness));
     }
   }
 

@@ -5,6 +5,7 @@
 // conditions can say how much of its placement rests on estimates.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,24 @@ struct LinkEstimates {
   placement::Link other_region{50.0, 1.0};  // across regions, or where a region is unknown
 };
 
+// Which measurements are recent enough to be taken as the link's. An older one (the prober of
+// that node stopped, or its node stopped renewing it) is taken as missing: the pair is
+// estimated and a note says so. So is one dated in the future beyond the clock skew allowed
+// (a node's clock that is wrong, or a node keeping its numbers "fresh" forever).
+struct LinkFreshness {
+  std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
+  std::chrono::seconds max_age = std::chrono::hours(1);
+  std::chrono::seconds max_clock_skew = std::chrono::minutes(5);
+};
+
+// A node whose net.tessel.dev/links annotation was refused: its own measurements are not used.
+struct RejectedLinks {
+  std::string cluster, node;
+  // The first of api::parse_node_links's errors, with how many more: a few hundred bytes at most
+  // (parse_node_links shortens the names it quotes), short enough for an Event's note.
+  std::string reason;
+};
+
 // Where a device (an index of the topology) is: cluster, node, and the GPU's index among the
 // node's free GPUs.
 struct DevicePlace {
@@ -30,10 +49,12 @@ struct DevicePlace {
 };
 
 struct ClusterTopology {
-  placement::Topology topology;     // finalized
-  std::vector<DevicePlace> places;  // by device id
-  int measured_pairs = 0;           // node pairs with a measurement in either direction
-  int estimated_pairs = 0;          // node pairs estimated from regions and zones
+  placement::Topology topology;         // finalized
+  std::vector<DevicePlace> places;      // by device id
+  int measured_pairs = 0;               // node pairs with a measurement in either direction
+  int estimated_pairs = 0;              // node pairs estimated from regions and zones
+  int stale_measurements = 0;           // directional measurements older than max_age (or future)
+  std::vector<RejectedLinks> rejected;  // nodes whose annotation was refused, in node order
   // What was not taken as measured, with the cause: "member-a/gpu-3: metadata.annotations[...]:
   // ... (its links are estimated)", "member-b/gpu-9: unknown GPU product 'X' (taken as V100)".
   std::vector<std::string> notes;
@@ -41,8 +62,11 @@ struct ClusterTopology {
 
 // Nodes of every member, each with free GPUs (candidate_nodes). Throws
 // placement::TopologyError when the result breaks a topology limit (e.g. more than
-// placement::kMaxDevices GPUs); measurements that fail api::parse_node_links are notes.
+// placement::kMaxDevices GPUs), std::invalid_argument when `freshness` has a max_age <= 0 or a
+// negative max_clock_skew. An annotation that fails api::parse_node_links is a note and a
+// `rejected` entry; measurements that are not fresh are a note per node.
 ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
-                                       const LinkEstimates& estimates = {});
+                                       const LinkEstimates& estimates = {},
+                                       const LinkFreshness& freshness = {});
 
 }  // namespace tessel::controller

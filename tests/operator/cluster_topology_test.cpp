@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "api/link_annotations.h"
+#include "kube/object.h"
 
 namespace tessel::controller {
 namespace {
@@ -27,7 +28,8 @@ void measure(GpuNode& node, const std::string& peer, double rtt_ms, double gbps)
   api::NodeLinks links;
   if (node.annotations.count(api::kLinksAnnotation))
     links = api::parse_node_links(node.annotations[api::kLinksAnnotation], node.name);
-  links.peers[peer] = {rtt_ms, rtt_ms * 1.2, gbps / 10, gbps, "2026-11-26T00:00:00Z"};
+  links.peers[peer] = {rtt_ms, rtt_ms * 1.2, gbps / 10, gbps,
+                       kube::format_rfc3339(std::chrono::system_clock::now())};
   node.annotations[api::kLinksAnnotation] = api::format_node_links(links);
 }
 
@@ -81,7 +83,8 @@ TEST(ClusterTopology, BadAnnotationsAndUnknownGpusBecomeNotes) {
   std::vector<GpuNode> nodes = {gpu_node("a", "n1", 1, "r", "z", "NVIDIA-GeForce-RTX-4090"),
                                 gpu_node("a", "n2", 1, "r", "z", "")};
   nodes[1].annotations[api::kLinksAnnotation] =
-      R"({"version": 1, "peers": {"n1": {"rttMs": [-3, 1], "gbps": [1, 2]}}})";
+      R"({"version": 1, "peers": {"n1": {"rttMs": [-3, 1], "gbps": [1, 2],
+                                          "at": "2026-11-26T00:00:00Z"}}})";
   const ClusterTopology c = build_cluster_topology(nodes);
   ASSERT_EQ(c.notes.size(), 3u);
   EXPECT_NE(c.notes[0].find("a/n2: metadata.annotations[net.tessel.dev/links].peers[n1].rttMs[0]"),

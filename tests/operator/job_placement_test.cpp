@@ -8,6 +8,7 @@
 #include <set>
 
 #include "api/link_annotations.h"
+#include "kube/object.h"
 
 namespace tessel::controller {
 namespace {
@@ -113,9 +114,9 @@ TEST(PlaceJob, ASlowLinkBetweenClustersKeepsEachStageGroupInsideOneCluster) {
     for (const GpuNode& peer : nodes) {
       if (&peer == &n) continue;
       const bool same = peer.cluster == n.cluster;
-      links.peers[peer.cluster + "/" + peer.name] = {same ? 0.2 : 120.0, same ? 0.3 : 150.0,
-                                                     same ? 5.0 : 0.05, same ? 50.0 : 0.2,
-                                                     "2026-11-26T00:00:00Z"};
+      links.peers[peer.cluster + "/" + peer.name] = {
+          same ? 0.2 : 120.0, same ? 0.3 : 150.0, same ? 5.0 : 0.05, same ? 50.0 : 0.2,
+          kube::format_rfc3339(std::chrono::system_clock::now())};
     }
     n.annotations[api::kLinksAnnotation] = api::format_node_links(links);
   }
