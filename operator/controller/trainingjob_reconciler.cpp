@@ -8,6 +8,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "api/link_annotations.h"
 #include "api/manifest_error.h"
 #include "api/stage_job_file.h"
 #include "kube/api_error.h"
@@ -595,6 +596,12 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
   set_condition(conditions, {"Ready", "False", "PodsCreated", "The stage pods were created."},
                 generation, now_text());
   record(object, kube::EventType::kNormal, "Placed", summary);
+  // A node of this placement (the topology holds only those) whose links annotation was refused.
+  for (const RejectedLinks& r : placed.topology.rejected) {
+    record(object, kube::EventType::kWarning, "BadLinkAnnotation",
+           "Node " + r.cluster + "/" + r.node + ": its " + api::kLinksAnnotation +
+               " annotation was refused and its links estimated: " + r.reason);
+  }
   size_t created = 0;
   for (const MemberObjects& member : objects) created += member.pods.size();
   record(object, kube::EventType::kNormal, "PodsCreated",

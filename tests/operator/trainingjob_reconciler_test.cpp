@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "api/link_annotations.h"
 #include "kube/api_error.h"
 #include "kube/base64.h"
 #include "kube/informer.h"
@@ -577,6 +578,41 @@ TEST_F(TrainingJobReconcilerTest, WaitsPendingForGpusThenPlacesWhenANodeIsAdded)
   EXPECT_EQ(condition(current, "Placed").value("status", ""), "True");
   EXPECT_EQ(pod_count(), 4u);
   EXPECT_TRUE(reconciler_->waiting_jobs().empty());
+}
+
+// 2b. A node of the placement whose prober annotation is refused: a BadLinkAnnotation warning
+// naming it, its links estimated and the reason in LinksMeasured; a refused node the placement
+// does not use (no free GPU) gets no Event.
+TEST_F(TrainingJobReconcilerTest, ARefusedLinksAnnotationOfAPlacedNodeIsAWarningEvent) {
+  const std::string a1 = add_node(0, "a1", 2);
+  add_node(1, "b1", 2);
+  const std::string a2 = add_node(0, "a2", 0);
+  for (const std::string& node : {a1, a2}) {
+    members_[0]->admin().patch(
+        core("nodes"), "", node, kube::PatchType::kMerge,
+        {{"metadata", {{"annotations", {{api::kLinksAnnotation, "{not json"}}}}}});
+  }
+  create_and_place(job_manifest("hostile", 2, 2));
+  const json current = job("hostile");
+  EXPECT_EQ(phase(current), "Starting") << current["status"].dump();
+  const json links = condition(current, "LinksMeasured");
+  EXPECT_EQ(links.value("status", ""), "False");
+  EXPECT_NE(links.value("message", "")
+                .find("member-a/" + a1 + ": metadata.annotations[" + api::kLinksAnnotation +
+                      "]: is not a JSON object"),
+            std::string::npos)
+      << links.dump();
+  std::vector<std::string> warnings;
+  for (const json& e : events("hostile")) {
+    if (e.value("reason", "") == "BadLinkAnnotation") {
+      EXPECT_EQ(e.value("type", ""), "Warning");
+      warnings.push_back(e.value("message", ""));
+    }
+  }
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "Node member-a/" + a1 + ": its " + api::kLinksAnnotation +
+                             " annotation was refused and its links estimated: "
+                             "metadata.annotations[net.tessel.dev/links]: is not a JSON object");
 }
 
 // 3. GPUs just given to one job are not given to the next, even before the members' caches
