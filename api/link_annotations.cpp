@@ -59,6 +59,14 @@ std::string describe(const json& value) {
   return value.type_name();
 }
 
+// A field of an object, or null: by reference, since copying a value nested 100,000 deep (as
+// json::value() does) recurses as deep.
+const json& field_of(const json& object, const char* key) {
+  static const json null;
+  const auto it = object.find(key);
+  return it == object.end() ? null : *it;
+}
+
 // A [first, second] pair of numbers, or an error (once per pair).
 bool read_pair(const json& pair, double& first, double& second, const std::string& field,
                std::vector<FieldError>& errors) {
@@ -115,11 +123,11 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
   if (document.is_discarded() || !document.is_object()) {
     throw ManifestError(node, {{kField, "is not a JSON object"}});
   }
-  if (document.value("version", json()) != 1) {
-    throw ManifestError(node, {{kField + ".version",
-                                "must be 1, got " + describe(document.value("version", json()))}});
+  const json& version = field_of(document, "version");
+  if (version != 1) {
+    throw ManifestError(node, {{kField + ".version", "must be 1, got " + describe(version)}});
   }
-  const json peers = document.value("peers", json());
+  const json& peers = field_of(document, "peers");
   if (!peers.is_object()) {
     throw ManifestError(node, {{kField + ".peers", "must be an object, got " + describe(peers)}});
   }
@@ -155,7 +163,7 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
         errors.push_back({at + "." + shown(key), "unknown field"});
     }
     LinkMeasurement m;
-    const json rtt = entry.value("rttMs", json()), gbps = entry.value("gbps", json());
+    const json &rtt = field_of(entry, "rttMs"), &gbps = field_of(entry, "gbps");
     const auto in_range = [&](double x, double lo, double hi, const std::string& field,
                               const std::string& unit) {
       if (!(x >= lo && x <= hi)) {
@@ -174,7 +182,7 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
       in_range(m.bulk_gbps, placement::kMinBandwidthGbps, placement::kMaxBandwidthGbps,
                at + ".gbps[1]", "Gbit/s");
     }
-    const json when = entry.value("at", json());
+    const json& when = field_of(entry, "at");
     if (!when.is_string() || !parse_measured_at(when.get<std::string>())) {
       errors.push_back({at + ".at", "must be an RFC 3339 time (\"2026-11-26T00:12:03Z\"), got " +
                                         describe(when)});

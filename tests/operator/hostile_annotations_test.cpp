@@ -62,8 +62,9 @@ TEST(HostileAnnotations, WrongVersionIsRefusedNamingIt) {
   EXPECT_EQ(refusal(R"({"version": 2, "peers": {}})"), kField + ".version: must be 1, got 2");
   EXPECT_EQ(refusal(R"({"version": "1", "peers": {}})"), kField + ".version: must be 1, got \"1\"");
   EXPECT_EQ(refusal(R"({"peers": {}})"), kField + ".version: must be 1, got null");
-  // A version nested 100,000 deep is described, not printed (printing recurses).
-  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  // A version nested 110,000 deep (as deep as the size limit allows) is described, not printed
+  // or copied (both recurse).
+  const std::string deep = std::string(110000, '[') + std::string(110000, ']');
   EXPECT_EQ(refusal(R"({"version": )" + deep + R"(, "peers": {}})"),
             kField + ".version: must be 1, got a list of 1 items");
   EXPECT_EQ(refusal(R"({"version": 1, "peers": "all"})"),
@@ -103,8 +104,8 @@ TEST(HostileAnnotations, AbsurdRoundTripsAreRefused) {
                  ".peers[gpu-2].rttMs: must be a list of two numbers, got \"fast\"");
   EXPECT_REFUSED(one_peer("gpu-2", entry("[1, 2, 3]", "[1, 2]", at)),
                  ".peers[gpu-2].rttMs: must be a list of two numbers, got [1, 2, 3]");
-  // Nested 100,000 deep inside a pair: described, no recursion.
-  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  // Nested 110,000 deep inside a pair: described, neither copied nor printed.
+  const std::string deep = std::string(110000, '[') + std::string(110000, ']');
   EXPECT_REFUSED(one_peer("gpu-2", entry("[1, " + deep + "]", "[1, 2]", at)),
                  ".peers[gpu-2].rttMs: must be a list of two numbers, got a list of 2 items");
 }
