@@ -1,0 +1,182 @@
+#include "noderuntime/prober/probe_client.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kube/object.h"
+#include "noderuntime/prober/probe_auth.h"
+#include "noderuntime/prober/probe_channel.h"
+#include "noderuntime/prober/probe_error.h"
+#include "noderuntime/prober/probe_handshake.h"
+#include "noderuntime/transport/socket.h"
+#include "noderuntime/transport/transport_error.h"
+
+namespace tessel::prober {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// The nearest-rank percentile (0 < p <= 1) of a non-empty sample.
+double percentile(std::vector<double> values, double p) {
+  std::sort(values.begin(), values.end());
+  const auto rank = static_cast<size_t>(std::ceil(p * static_cast<double>(values.size())));
+  return values[std::clamp<size_t>(rank, 1, values.size()) - 1];
+}
+
+// Sends a sync and checks the peer counted exactly the data bytes sent since the last one.
+void sync(ProbeChannel& channel, uint64_t sent, std::vector<std::byte>& payload) {
+  channel.send(FrameType::kSync);
+  channel.receive_expected(FrameType::kSyncAck, payload, 8);
+  uint64_t counted = 0;
+  for (int i = 7; i >= 0; --i) counted = (counted << 8) | static_cast<uint8_t>(payload[i]);
+  if (counted != sent) {
+    throw ProbeError("the peer acknowledged " + std::to_string(counted) + " bytes of the " +
+                     std::to_string(sent) + " sent");
+  }
+}
+
+std::pair<double, double> measure_rtt(ProbeChannel& channel, int round_trips) {
+  std::vector<double> rtts_ms;
+  rtts_ms.reserve(round_trips);
+  std::vector<std::byte> ping(kPingPayloadBytes), pong;
+  for (int i = 0; i < round_trips; ++i) {
+    for (size_t b = 0; b < ping.size(); ++b) ping[b] = static_cast<std::byte>(i >> (8 * b));
+    const auto start = Clock::now();
+    channel.send(FrameType::kPing, ping);
+    channel.receive_expected(FrameType::kPong, pong, kPingPayloadBytes);
+    const auto end = Clock::now();
+    if (pong != ping) throw ProbeError("pong " + std::to_string(i) + " does not echo its ping");
+    rtts_ms.push_back(seconds_between(start, end) * 1e3);
+  }
+  return {percentile(rtts_ms, 0.5), percentile(rtts_ms, 0.9)};
+}
+
+double measure_small(ProbeChannel& channel, const ProbeOptions& options) {
+  const std::vector<std::byte> message(options.small_message_bytes, std::byte{0x5a});
+  std::vector<std::byte> payload;
+  const auto start = Clock::now();
+  for (int i = 0; i < options.small_messages; ++i) {
+    channel.send(FrameType::kData, message);
+    sync(channel, message.size(), payload);
+  }
+  const double bits = 8.0 * static_cast<double>(message.size()) * options.small_messages;
+  return bits / seconds_between(start, Clock::now()) / 1e9;
+}
+
+double measure_bulk(ProbeChannel& channel, const ProbeOptions& options, uint64_t budget) {
+  const std::vector<std::byte> message(options.bulk_message_bytes, std::byte{0xa5});
+  const uint64_t per_message = kFrameHeaderBytes + message.size();
+  std::vector<std::byte> payload;
+  uint64_t sent = 0;
+  const auto start = Clock::now();
+  const auto end_sending = start + options.bulk_duration;
+  do {
+    channel.send(FrameType::kData, message);
+    sent += message.size();
+    budget -= per_message;
+  } while (Clock::now() < end_sending && budget >= per_message);
+  sync(channel, sent, payload);
+  return 8.0 * static_cast<double>(sent) / seconds_between(start, Clock::now()) / 1e9;
+}
+
+std::string option_error(const std::string& field, const std::string& value,
+                         const std::string& limit) {
+  return "prober option " + field + " = " + value + ": " + limit;
+}
+
+}  // namespace
+
+uint64_t fixed_probe_bytes(const ProbeOptions& options) {
+  const uint64_t handshake = 3 * kFrameHeaderBytes + max_payload_bytes(FrameType::kHello) +
+                             max_payload_bytes(FrameType::kResponse);
+  const uint64_t pings =
+      static_cast<uint64_t>(options.round_trips) * (kFrameHeaderBytes + kPingPayloadBytes);
+  const uint64_t small = static_cast<uint64_t>(options.small_messages) *
+                         (2 * kFrameHeaderBytes + options.small_message_bytes);
+  return handshake + pings + small + 2 * kFrameHeaderBytes;  // the bulk phase's sync, the bye
+}
+
+void check_probe_options(const ProbeOptions& options) {
+  check_probe_secret(options.secret, "prober option secret");
+  if (options.self_name.empty() || options.self_name.size() > kMaxPeerNameBytes) {
+    throw ProbeError(option_error("self_name", "'" + options.self_name + "'",
+                                  "must be 1 to " + std::to_string(kMaxPeerNameBytes) + " bytes"));
+  }
+  if (options.round_trips < 1 || options.round_trips > kMaxRoundTrips) {
+    throw ProbeError(option_error("round_trips", std::to_string(options.round_trips),
+                                  "must be 1 to " + std::to_string(kMaxRoundTrips)));
+  }
+  if (options.small_messages < 1 || options.small_messages > kMaxSmallMessages) {
+    throw ProbeError(option_error("small_messages", std::to_string(options.small_messages),
+                                  "must be 1 to " + std::to_string(kMaxSmallMessages)));
+  }
+  for (const auto& [field, bytes] : {std::pair{"small_message_bytes", options.small_message_bytes},
+                                     std::pair{"bulk_message_bytes", options.bulk_message_bytes}}) {
+    if (bytes < 1 || bytes > kMaxDataFrameBytes) {
+      throw ProbeError(option_error(field, std::to_string(bytes),
+                                    "must be 1 to " + std::to_string(kMaxDataFrameBytes)));
+    }
+  }
+  if (options.bulk_duration.count() < 1 || options.bulk_duration > kMaxBulkDuration) {
+    throw ProbeError(
+        option_error("bulk_duration", std::to_string(options.bulk_duration.count()) + " ms",
+                     "must be 1 to " + std::to_string(kMaxBulkDuration.count()) + " ms"));
+  }
+  const uint64_t least =
+      fixed_probe_bytes(options) + kFrameHeaderBytes + options.bulk_message_bytes;
+  if (options.max_bytes < least) {
+    throw ProbeError(option_error("max_bytes", std::to_string(options.max_bytes),
+                                  "must be at least " + std::to_string(least) +
+                                      " (the pings, the small messages and one bulk message)"));
+  }
+  for (const auto& [field, timeout] : {std::pair{"connect_timeout", options.connect_timeout},
+                                       std::pair{"io_timeout", options.io_timeout}}) {
+    if (timeout.count() <= 0) {
+      throw ProbeError(
+          option_error(field, std::to_string(timeout.count()) + " ms", "must be positive"));
+    }
+  }
+}
+
+api::LinkMeasurement measure_peer(const ProbePeer& peer, const ProbeOptions& options) {
+  check_probe_options(options);
+  const std::string who =
+      "prober peer " + peer.name + " (" + peer.host + ":" + std::to_string(peer.port) + ")";
+  std::string phase = "connect";
+  try {
+    transport::UniqueFd fd =
+        transport::connect_until(peer.host, peer.port, Clock::now() + options.connect_timeout);
+    transport::set_tcp_nodelay(fd.get());
+    ProbeChannel channel(std::move(fd), who, options.io_timeout, options.emulated_link);
+    phase = "authentication";
+    authenticate_to_server(channel, options.secret, options.self_name);
+
+    api::LinkMeasurement measurement;
+    phase = "round-trip time";
+    std::tie(measurement.rtt_p50_ms, measurement.rtt_p90_ms) =
+        measure_rtt(channel, options.round_trips);
+    phase = "small-message throughput";
+    measurement.small_gbps = measure_small(channel, options);
+    phase = "bulk throughput";
+    measurement.bulk_gbps =
+        measure_bulk(channel, options, options.max_bytes - fixed_probe_bytes(options));
+    phase = "bye";
+    channel.send(FrameType::kBye);
+    measurement.measured_at = kube::format_rfc3339(std::chrono::system_clock::now());
+    return measurement;
+  } catch (const ProbeError& e) {
+    // The channel's errors already start with the peer; the others do not.
+    const std::string what = e.what();
+    const std::string detail = what.starts_with(who) ? what.substr(who.size() + 2) : what;
+    throw ProbeError(who + ": " + phase + ": " + detail);
+  } catch (const transport::TransportError& e) {
+    throw ProbeError(who + ": " + phase + ": " + e.what());
+  }
+}
+
+}  // namespace tessel::prober
