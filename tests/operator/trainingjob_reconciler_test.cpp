@@ -208,7 +208,7 @@ class TrainingJobReconcilerTest : public ::testing::Test {
     std::stop_source stop;
     ASSERT_TRUE(informer_->wait_for_sync(stop.get_token()));
     recorder_ =
-        std::make_unique<kube::EventRecorder>(*hub_client_, kube::EventSource{"tessel-operator"});
+        std::make_unique<kube::EventRecorder>(*hub_client_, kube::EventSource{"tessel-operator", "", ""});
     make_reconciler();
   }
 
