@@ -135,6 +135,7 @@ void ProbeChannel::send(FrameType type, std::span<const std::byte> payload) {
   const auto ready = std::chrono::steady_clock::now();
   write(header, ready);
   if (!payload.empty()) write(payload, ready);
+  bytes_sent_ += header.size() + payload.size();
 }
 
 FrameType ProbeChannel::receive(std::vector<std::byte>& payload) {

@@ -73,6 +73,8 @@ class ProbeChannel {
                         std::optional<size_t> length = std::nullopt);
 
   const std::string& peer() const { return peer_; }
+  // Everything this side has written (headers included): what the probe cost the link.
+  uint64_t bytes_sent() const { return bytes_sent_; }
   int fd() const { return fd_.get(); }
 
  private:
@@ -83,6 +85,7 @@ class ProbeChannel {
   std::string peer_;
   std::chrono::milliseconds io_timeout_;
   std::optional<transport::LinkPacer> pacer_;
+  uint64_t bytes_sent_ = 0;
 };
 
 }  // namespace tessel::prober

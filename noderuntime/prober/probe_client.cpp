@@ -143,7 +143,7 @@ void check_probe_options(const ProbeOptions& options) {
   }
 }
 
-api::LinkMeasurement measure_peer(const ProbePeer& peer, const ProbeOptions& options) {
+ProbeResult measure_peer(const ProbePeer& peer, const ProbeOptions& options) {
   check_probe_options(options);
   const std::string who =
       "prober peer " + peer.name + " (" + peer.host + ":" + std::to_string(peer.port) + ")";
@@ -168,7 +168,7 @@ api::LinkMeasurement measure_peer(const ProbePeer& peer, const ProbeOptions& opt
     phase = "bye";
     channel.send(FrameType::kBye);
     measurement.measured_at = kube::format_rfc3339(std::chrono::system_clock::now());
-    return measurement;
+    return {measurement, channel.bytes_sent()};
   } catch (const ProbeError& e) {
     // The channel's errors already start with the peer; the others do not.
     const std::string what = e.what();

@@ -55,8 +55,13 @@ void check_probe_options(const ProbeOptions& options);
 // the frames around them.
 uint64_t fixed_probe_bytes(const ProbeOptions& options);
 
-// Measures the link to `peer` (measured_at: now, RFC 3339). Throws ProbeError
+struct ProbeResult {
+  api::LinkMeasurement measurement;  // measured_at: when it finished, RFC 3339
+  uint64_t bytes_sent = 0;           // everything this side sent (<= options.max_bytes)
+};
+
+// Measures the link to `peer`. Throws ProbeError
 // "prober peer <name> (<host>:<port>): <phase>: <why>".
-api::LinkMeasurement measure_peer(const ProbePeer& peer, const ProbeOptions& options);
+ProbeResult measure_peer(const ProbePeer& peer, const ProbeOptions& options);
 
 }  // namespace tessel::prober

@@ -102,7 +102,9 @@ TEST(ProbeAuth, ProofsDependOnSecretRoleAndNonces) {
 
 TEST(ProbeMeasurement, LoopbackIsSaneAndFitsTheAnnotation) {
   auto server = start_server();
-  const api::LinkMeasurement m = measure_peer(peer_of(*server), quick_options());
+  const ProbeOptions options = quick_options();
+  const ProbeResult result = measure_peer(peer_of(*server), options);
+  const api::LinkMeasurement& m = result.measurement;
   EXPECT_GT(m.rtt_p50_ms, 0);
   EXPECT_GE(m.rtt_p90_ms, m.rtt_p50_ms);
   EXPECT_LT(m.rtt_p50_ms, 100);  // loopback: far below this on any machine
@@ -110,6 +112,8 @@ TEST(ProbeMeasurement, LoopbackIsSaneAndFitsTheAnnotation) {
   EXPECT_GT(m.bulk_gbps, 0.05);
   EXPECT_EQ(m.measured_at.size(), 20u);  // 2026-11-26T00:12:03Z
   EXPECT_EQ(m.measured_at.back(), 'Z');
+  EXPECT_GT(result.bytes_sent, fixed_probe_bytes(options) - 512);  // the hello's name is short
+  EXPECT_LE(result.bytes_sent, options.max_bytes);
   api::NodeLinks links;
   links.peers["gpu-node-2"] = m;
   const api::NodeLinks parsed = api::parse_node_links(api::format_node_links(links), "gpu-node-1");
@@ -126,11 +130,13 @@ TEST(ProbeMeasurement, BulkPhaseStopsAtTheByteBudget) {
   auto server = start_server();
   ProbeOptions options = quick_options();
   options.bulk_duration = 60'000ms;  // the budget, not the duration, ends the bulk phase
-  options.max_bytes = fixed_probe_bytes(options) + 3 * (kFrameHeaderBytes + (1024 * 1024));
-  const auto start = Clock::now();
-  const api::LinkMeasurement m = measure_peer(peer_of(*server), options);
-  EXPECT_GT(m.bulk_gbps, 0);
-  EXPECT_LT(Clock::now() - start, 50s);  // generous: 3 MiB on loopback, not a minute of data
+  const uint64_t bulk_message = kFrameHeaderBytes + options.bulk_message_bytes;
+  options.max_bytes = fixed_probe_bytes(options) + 3 * bulk_message + bulk_message / 2;
+  const ProbeResult result = measure_peer(peer_of(*server), options);
+  EXPECT_GT(result.measurement.bulk_gbps, 0);
+  EXPECT_LE(result.bytes_sent, options.max_bytes);
+  // Three bulk messages fit the budget, a fourth does not.
+  EXPECT_GT(result.bytes_sent, options.max_bytes - bulk_message);
 }
 
 TEST(ProbeOptionsCheck, BadOptionsNameTheFieldValueAndLimit) {

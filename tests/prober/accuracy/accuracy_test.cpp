@@ -53,7 +53,7 @@ TEST(ProbeAccuracy, EmulatedLatencyIsMeasuredWithinOneMillisecond) {
     options.bulk_duration = 100ms;
     options.emulated_link.latency_s = latency_ms / 1e3;  // the pongs come back unshaped
     const api::LinkMeasurement m =
-        measure_peer({"gpu-node-2", "127.0.0.1", server->port()}, options);
+        measure_peer({"gpu-node-2", "127.0.0.1", server->port()}, options).measurement;
     EXPECT_NEAR(m.rtt_p50_ms, latency_ms, 1.0);
   }
 }
@@ -62,7 +62,8 @@ TEST(ProbeAccuracy, EmulatedBandwidthIsMeasuredWithinTenPercent) {
   auto server = start_server(transport::TcpListener::bind("127.0.0.1", 0));
   ProbeOptions options = accuracy_options();
   options.emulated_link.bytes_per_s = 200e6 / 8;  // 200 Mbit/s
-  const api::LinkMeasurement m = measure_peer({"gpu-node-2", "127.0.0.1", server->port()}, options);
+  const api::LinkMeasurement m =
+      measure_peer({"gpu-node-2", "127.0.0.1", server->port()}, options).measurement;
   EXPECT_NEAR(m.bulk_gbps, 0.2, 0.02);
 }
 
@@ -160,10 +161,14 @@ TEST(ProbeAccuracy, TbfShapedBulkThroughputIsMeasuredWithinTenPercent) {
   for (int mbit : {50, 200, 1000}) {
     SCOPED_TRACE("tc tbf rate (Mbit/s): " + std::to_string(mbit));
     if (!veth->shape(mbit)) GTEST_SKIP() << "tc tbf is not available here (`tc qdisc` failed)";
-    const api::LinkMeasurement m =
+    const ProbeResult result =
         measure_peer({"gpu-node-2", veth->inner_ip(), server->port()}, accuracy_options());
-    std::printf("tbf %d Mbit/s: bulk %.4f Gbit/s, small %.4f Gbit/s, rtt p50 %.3f ms\n", mbit,
-                m.bulk_gbps, m.small_gbps, m.rtt_p50_ms);
+    const api::LinkMeasurement& m = result.measurement;
+    std::printf(
+        "tbf %d Mbit/s: bulk %.4f Gbit/s, small %.4f Gbit/s, rtt p50 %.3f ms, %llu bytes "
+        "sent\n",
+        mbit, m.bulk_gbps, m.small_gbps, m.rtt_p50_ms,
+        static_cast<unsigned long long>(result.bytes_sent));
     EXPECT_NEAR(m.bulk_gbps, mbit / 1e3, 0.1 * mbit / 1e3);
   }
 }
