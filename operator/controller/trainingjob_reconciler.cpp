@@ -222,6 +222,13 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
       return write_status(object, std::move(status),
                           {.requeue_after = std::chrono::milliseconds(2000)});
     }
+    // What the stages reported up to their exit (the checkpoint each wrote as it stopped), before
+    // the job's progress is let go: it says where training resumes.
+    if (const std::optional<JobProgress> last = stages_.progress(key); last && last->step >= 0) {
+      status["progress"] =
+          progress_status(*last, job.spec.training.steps,
+                          double(job.spec.global_batch) * job.spec.model.seq_len, now_text());
+    }
     stages_.unregister_job(key);
     std::string message = "The stage pods are stopped";
     if (status.contains("progress") && status["progress"].contains("lastCheckpointStep")) {
