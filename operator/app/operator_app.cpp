@@ -330,7 +330,7 @@ int run_operator(const OperatorFlags& flags, std::stop_token stop) {
     run_controllers(shared, stop);
     return 0;
   }
-  if (flags.leader_elect) readiness.set_ready();  // webhooks and probes are served by all
+  readiness.set_ready();  // every replica serves the webhooks and probes, leading or not
   kube::RestLeaseClient leases(*hub);
   kube::LeaderElectionConfig election;
   election.lease_namespace = flags.namespace_name;

@@ -33,8 +33,6 @@ const kube::ResourceInfo& resource(const std::string& kind) {
   throw std::logic_error("no core resource " + kind);
 }
 
-std::string job_key(const json& job) { return kube::object_key(job); }
-
 // How long a pod the reconciler created holds its GPUs without the member's cache showing it.
 // A watch delivers a new pod well within this; a pod deleted before the cache listed it is
 // never shown, and must not hold its GPUs forever.
@@ -143,11 +141,7 @@ void TrainingJobReconciler::record(const json& job, kube::EventType type, const 
 
 std::vector<std::string> TrainingJobReconciler::waiting_jobs() const {
   std::lock_guard lock(mutex_);
-  std::vector<std::string> keys;
-  for (const auto& [key, waiting] : waiting_) {
-    if (waiting) keys.push_back(key);
-  }
-  return keys;
+  return {waiting_.begin(), waiting_.end()};
 }
 
 kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
@@ -452,7 +446,7 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
     status["phase"] = "Pending";
     {
       std::lock_guard lock(mutex_);
-      waiting_[key] = true;
+      waiting_.insert(key);
     }
     return write_status(object, std::move(status),
                         {.requeue_after = std::chrono::duration_cast<kube::Clock::duration>(
@@ -533,18 +527,15 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
       if (!view) throw std::runtime_error("the member cluster is no longer reachable");
       kube::Client& client = *view->client;
       for (const json* o : {&member.secret, &member.config_map}) {
+        const kube::ResourceInfo& info = resource(o == &member.secret ? "Secret" : "ConfigMap");
         try {
-          client.create(resource(o == &member.secret ? "Secret" : "ConfigMap"), job.namespace_name,
-                        *o);
+          client.create(info, job.namespace_name, *o);
         } catch (const kube::ApiError& e) {
           if (e.code() != 409) throw;  // left by an earlier attempt: replace its content
-          client.update(resource(o == &member.secret ? "Secret" : "ConfigMap"), [&] {
-            json fresh = *o;
-            const json current = client.get(resource(o == &member.secret ? "Secret" : "ConfigMap"),
-                                            job.namespace_name, kube::object_name(*o));
-            fresh["metadata"]["resourceVersion"] = kube::object_resource_version(current);
-            return fresh;
-          }());
+          json fresh = *o;
+          fresh["metadata"]["resourceVersion"] = kube::object_resource_version(
+              client.get(info, job.namespace_name, kube::object_name(*o)));
+          client.update(info, fresh);
         }
       }
       for (const json& pod : member.pods) client.create(resource("Pod"), job.namespace_name, pod);
@@ -658,7 +649,7 @@ kube::ReconcileResult TrainingJobReconciler::fail_attempt(const api::TrainingJob
 }
 
 kube::ReconcileResult TrainingJobReconciler::finalize(const json& job) {
-  const std::string key = job_key(job);
+  const std::string key = kube::object_key(job);
   stages_.unregister_job(key);
   if (kube::has_finalizer(job, kCleanupFinalizer)) {
     const int remaining = delete_remote_objects(job, /*pods_only=*/false);

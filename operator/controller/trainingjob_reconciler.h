@@ -34,6 +34,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,8 +90,6 @@ class TrainingJobReconciler {
   void cancel() { cancel_.store(true); }
 
  private:
-  struct Observed;  // what one reconcile read
-
   kube::ReconcileResult finalize(const nlohmann::json& job);
   kube::ReconcileResult start(const api::TrainingJob& job, nlohmann::json& status);
   kube::ReconcileResult fail_attempt(const api::TrainingJob& job, nlohmann::json& status,
@@ -144,8 +143,8 @@ class TrainingJobReconciler {
   // restart from status.placement, which the cache then holds.
   std::map<std::string, std::vector<TaskletPlace>> placed_;
   std::map<std::string, std::chrono::steady_clock::time_point> progress_written_;
-  std::map<std::string, bool> waiting_;
-  std::mutex placing_;  // one placement at a time: two jobs never get the same GPU
+  std::set<std::string> waiting_;  // jobs Pending for GPUs
+  std::mutex placing_;             // one placement at a time: two jobs never get the same GPU
 };
 
 }  // namespace tessel::controller
