@@ -89,16 +89,52 @@ std::string option_error(const std::string& field, const std::string& value,
   return "prober option " + field + " = " + value + ": " + limit;
 }
 
+// What the client sends of the handshake at most: hello (with the longest name) and response
+// (one frame header to spare).
+uint64_t handshake_bytes() {
+  return 3 * kFrameHeaderBytes + max_payload_bytes(FrameType::kHello) +
+         max_payload_bytes(FrameType::kResponse);
+}
+
+// One authenticated session to `peer`: connect, authenticate, `measure` (which names the phase
+// it is in), bye. Every error becomes ProbeError "<peer>: <phase>: <why>".
+template <typename Measure>
+ProbeResult run_session(const ProbePeer& peer, const ProbeOptions& options, Measure measure) {
+  check_probe_options(options);
+  const std::string who =
+      "prober peer " + peer.name + " (" + peer.host + ":" + std::to_string(peer.port) + ")";
+  std::string phase = "connect";
+  try {
+    transport::UniqueFd fd =
+        transport::connect_until(peer.host, peer.port, Clock::now() + options.connect_timeout);
+    transport::set_tcp_nodelay(fd.get());
+    ProbeChannel channel(std::move(fd), who, options.io_timeout, options.emulated_link);
+    phase = "authentication";
+    authenticate_to_server(channel, options.secret, options.self_name);
+    api::LinkMeasurement measurement = measure(channel, phase);
+    phase = "bye";
+    channel.send(FrameType::kBye);
+    measurement.measured_at = kube::format_rfc3339(std::chrono::system_clock::now());
+    return {measurement, channel.bytes_sent()};
+  } catch (const ProbeError& e) {
+    // The channel's errors already start with the peer; the others do not.
+    const std::string what = e.what();
+    const std::string detail = what.starts_with(who) ? what.substr(who.size() + 2) : what;
+    throw ProbeError(who + ": " + phase + ": " + detail);
+  } catch (const transport::TransportError& e) {
+    throw ProbeError(who + ": " + phase + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 uint64_t fixed_probe_bytes(const ProbeOptions& options) {
-  const uint64_t handshake = 3 * kFrameHeaderBytes + max_payload_bytes(FrameType::kHello) +
-                             max_payload_bytes(FrameType::kResponse);
   const uint64_t pings =
       static_cast<uint64_t>(options.round_trips) * (kFrameHeaderBytes + kPingPayloadBytes);
   const uint64_t small = static_cast<uint64_t>(options.small_messages) *
                          (2 * kFrameHeaderBytes + options.small_message_bytes);
-  return handshake + pings + small + 2 * kFrameHeaderBytes;  // the bulk phase's sync, the bye
+  // The bulk phase's sync, the bye.
+  return handshake_bytes() + pings + small + 2 * kFrameHeaderBytes;
 }
 
 void check_probe_options(const ProbeOptions& options) {
@@ -144,18 +180,7 @@ void check_probe_options(const ProbeOptions& options) {
 }
 
 ProbeResult measure_peer(const ProbePeer& peer, const ProbeOptions& options) {
-  check_probe_options(options);
-  const std::string who =
-      "prober peer " + peer.name + " (" + peer.host + ":" + std::to_string(peer.port) + ")";
-  std::string phase = "connect";
-  try {
-    transport::UniqueFd fd =
-        transport::connect_until(peer.host, peer.port, Clock::now() + options.connect_timeout);
-    transport::set_tcp_nodelay(fd.get());
-    ProbeChannel channel(std::move(fd), who, options.io_timeout, options.emulated_link);
-    phase = "authentication";
-    authenticate_to_server(channel, options.secret, options.self_name);
-
+  return run_session(peer, options, [&](ProbeChannel& channel, std::string& phase) {
     api::LinkMeasurement measurement;
     phase = "round-trip time";
     std::tie(measurement.rtt_p50_ms, measurement.rtt_p90_ms) =
@@ -165,18 +190,24 @@ ProbeResult measure_peer(const ProbePeer& peer, const ProbeOptions& options) {
     phase = "bulk throughput";
     measurement.bulk_gbps =
         measure_bulk(channel, options, options.max_bytes - fixed_probe_bytes(options));
-    phase = "bye";
-    channel.send(FrameType::kBye);
-    measurement.measured_at = kube::format_rfc3339(std::chrono::system_clock::now());
-    return {measurement, channel.bytes_sent()};
-  } catch (const ProbeError& e) {
-    // The channel's errors already start with the peer; the others do not.
-    const std::string what = e.what();
-    const std::string detail = what.starts_with(who) ? what.substr(who.size() + 2) : what;
-    throw ProbeError(who + ": " + phase + ": " + detail);
-  } catch (const transport::TransportError& e) {
-    throw ProbeError(who + ": " + phase + ": " + e.what());
-  }
+    return measurement;
+  });
+}
+
+uint64_t round_trip_probe_bytes(const ProbeOptions& options) {
+  const uint64_t pings =
+      static_cast<uint64_t>(options.round_trips) * (kFrameHeaderBytes + kPingPayloadBytes);
+  return handshake_bytes() + pings + kFrameHeaderBytes;  // the bye
+}
+
+ProbeResult measure_round_trips(const ProbePeer& peer, const ProbeOptions& options) {
+  return run_session(peer, options, [&](ProbeChannel& channel, std::string& phase) {
+    api::LinkMeasurement measurement;
+    phase = "round-trip time";
+    std::tie(measurement.rtt_p50_ms, measurement.rtt_p90_ms) =
+        measure_rtt(channel, options.round_trips);
+    return measurement;
+  });
 }
 
 }  // namespace tessel::prober

@@ -64,4 +64,12 @@ struct ProbeResult {
 // "prober peer <name> (<host>:<port>): <phase>: <why>".
 ProbeResult measure_peer(const ProbePeer& peer, const ProbeOptions& options);
 
+// What one round-trip check sends at most: the handshake, `round_trips` pings and the bye.
+uint64_t round_trip_probe_bytes(const ProbeOptions& options);
+
+// A check of the link to `peer`: one authenticated session of `round_trips` pings only (a few
+// KiB). The measurement has the RTT fields and measured_at; its Gbit/s fields are 0. Throws
+// ProbeError as measure_peer does.
+ProbeResult measure_round_trips(const ProbePeer& peer, const ProbeOptions& options);
+
 }  // namespace tessel::prober
