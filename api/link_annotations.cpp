@@ -4,6 +4,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <stdexcept>
 
 #include "api/manifest_error.h"
 #include "placement/limits.h"
@@ -19,16 +20,11 @@ constexpr size_t kMaxReportedErrors = 20;
 
 const std::string kField = std::string("metadata.annotations[") + kLinksAnnotation + "]";
 
-// "<node>" or "<cluster>/<node>": a DNS-1123 subdomain (a Node's name), optionally after a
-// cluster's name (a MemberCluster's, also a subdomain).
-bool valid_peer(const std::string& peer) {
+// A DNS-1123 subdomain: a Node's name, or a MemberCluster's.
+bool valid_name(const std::string& name) {
   static const std::regex subdomain(
       "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  const size_t slash = peer.find('/');
-  if (slash == std::string::npos) return peer.size() <= 253 && std::regex_match(peer, subdomain);
-  const std::string cluster = peer.substr(0, slash), node = peer.substr(slash + 1);
-  return cluster.size() <= 253 && node.size() <= 253 && std::regex_match(cluster, subdomain) &&
-         std::regex_match(node, subdomain);
+  return name.size() <= 253 && std::regex_match(name, subdomain);
 }
 
 // A name as an error message shows it: at most 80 characters (a hostile annotation's peer
@@ -79,12 +75,40 @@ bool read_pair(const json& pair, double& first, double& second, const std::strin
   return true;
 }
 
-// Whether `peer` names the annotated node itself: `node` is "<node>" or "<cluster>/<node>", and a
-// peer of the same cluster is named by its node name alone.
-bool names_itself(const std::string& peer, const std::string& node) {
-  if (peer == node) return true;
-  const size_t slash = node.find('/');
-  return slash != std::string::npos && peer == node.substr(slash + 1);
+// What is wrong with a peer name in the annotation of `node` ("<node>" or "<cluster>/<node>");
+// empty when nothing. A peer is "<node>", "<cluster>/<node>", "*" or "<cluster>/*".
+std::string peer_name_error(const std::string& peer, const std::string& node) {
+  const size_t slash = peer.find('/');
+  const std::string cluster = slash == std::string::npos ? "" : peer.substr(0, slash);
+  const std::string rest = slash == std::string::npos ? peer : peer.substr(slash + 1);
+  const size_t node_slash = node.find('/');
+  if (rest == "*") {
+    if (slash == std::string::npos) return "";
+    if (!valid_name(cluster)) return "not a cluster name before \"/*\"";
+    if (node_slash != std::string::npos && cluster == node.substr(0, node_slash)) {
+      return "aggregates the annotated node's own cluster: its aggregate is written \"*\"";
+    }
+    return "";
+  }
+  if (peer.find('*') != std::string::npos) {
+    return "'*' stands only for a whole site: \"*\" (the rest of the node's own cluster) or "
+           "\"<cluster>/*\" (the rest of that cluster)";
+  }
+  if (!valid_name(rest) || (slash != std::string::npos && !valid_name(cluster))) {
+    return "not a node name or <cluster>/<node>";
+  }
+  // A peer of the same cluster is named by its node name alone.
+  if (peer == node || (node_slash != std::string::npos && peer == node.substr(node_slash + 1))) {
+    return "is the annotated node itself: a node has no link to itself";
+  }
+  return "";
+}
+
+// The median of `values` (not empty): of an even count, the mean of the two middle ones.
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
 }  // namespace
@@ -146,12 +170,8 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
       continue;
     }
     const std::string at = kField + ".peers[" + shown(peer) + "]";
-    if (!valid_peer(peer)) {
-      errors.push_back({at, "not a node name or <cluster>/<node>"});
-      continue;
-    }
-    if (names_itself(peer, node)) {
-      errors.push_back({at, "is the annotated node itself: a node has no link to itself"});
+    if (const std::string why = peer_name_error(peer, node); !why.empty()) {
+      errors.push_back({at, why});
       continue;
     }
     if (!entry.is_object()) {
@@ -208,6 +228,43 @@ std::string format_node_links(const NodeLinks& links) {
                    {"at", m.measured_at}};
   }
   return json{{"version", 1}, {"peers", peers}}.dump();
+}
+
+bool is_aggregate(const std::string& peer) { return peer == "*" || peer.ends_with("/*"); }
+
+std::string site_aggregate(const std::string& peer) {
+  const size_t slash = peer.find('/');
+  return slash == std::string::npos ? "*" : peer.substr(0, slash) + "/*";
+}
+
+LinkMeasurement aggregate_measurements(const std::vector<LinkMeasurement>& measurements) {
+  if (measurements.empty()) {
+    throw std::invalid_argument("an aggregate link measurement needs at least one measurement");
+  }
+  const auto field = [&](double LinkMeasurement::*member) {
+    std::vector<double> values;
+    values.reserve(measurements.size());
+    for (const LinkMeasurement& m : measurements) values.push_back(m.*member);
+    return median(std::move(values));
+  };
+  LinkMeasurement out;
+  out.rtt_p50_ms = field(&LinkMeasurement::rtt_p50_ms);
+  out.rtt_p90_ms = field(&LinkMeasurement::rtt_p90_ms);  // >= the median of the medians
+  out.small_gbps = field(&LinkMeasurement::small_gbps);
+  out.bulk_gbps = field(&LinkMeasurement::bulk_gbps);
+  std::optional<std::chrono::sys_seconds> oldest;
+  for (const LinkMeasurement& m : measurements) {
+    const auto at = parse_measured_at(m.measured_at);
+    if (!at) {
+      throw std::invalid_argument("link measurement time \"" + shown(m.measured_at) +
+                                  "\" is not an RFC 3339 time");
+    }
+    if (!oldest || *at < *oldest) {
+      oldest = at;
+      out.measured_at = m.measured_at;
+    }
+  }
+  return out;
 }
 
 }  // namespace tessel::api

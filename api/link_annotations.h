@@ -3,21 +3,30 @@
 // only, with no Kubernetes calls (the prober and the operator both use it):
 //
 //   net.tessel.dev/links: {"version": 1, "peers": {
-//       "gpu-node-2":          {"rttMs": [0.21, 0.35], "gbps": [0.9, 9.4], "at":
-//       "2026-11-26T00:12:03Z"}, "member-b/gpu-node-7": {"rttMs": [48.0, 51.2], "gbps": [0.05,
-//       0.8], "at": "..."}}}
+//       "gpu-node-2": {"rttMs": [0.21, 0.35], "gbps": [0.9, 9.4], "at": "2026-11-26T00:12:03Z"},
+//       "member-b/gpu-node-7": {"rttMs": [48.0, 51.2], "gbps": [0.05, 0.8], "at": "..."},
+//       "*": {...}, "member-c/*": {...}}}
 //
 // A peer is a node of the same cluster ("<node>") or of another ("<cluster>/<node>"). rttMs is
 // the round trip's median and 90th percentile in milliseconds; gbps the throughput from this
 // node to the peer in Gbit/s with small messages (pipeline activations) and in bulk (gradient
 // all-reduce); at when it was measured (RFC 3339). Measurements are directional: the peer
 // writes the other direction on its own Node.
+//
+// Aggregates (a node with more peers than it lists by name): "*" stands for every node of the
+// writer's own cluster that is not listed by name, "<cluster>/*" for every node of that cluster
+// not listed by name. An aggregate's rttMs and gbps are the median of each field over the
+// aggregated peers, its `at` the oldest of theirs (aggregate_measurements). One aggregate per
+// site at most; "*" is the only spelling of the writer's own cluster ("<own cluster>/*" is
+// refused), and '*' means nothing anywhere else in a name. A reader takes an aggregate as the
+// link to a node only when the writer did not list that node by name.
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "placement/topology.h"
 
@@ -42,12 +51,14 @@ struct LinkMeasurement {
 };
 
 struct NodeLinks {
-  std::map<std::string, LinkMeasurement> peers;  // "<node>" or "<cluster>/<node>"
+  // "<node>", "<cluster>/<node>", or an aggregate: "*", "<cluster>/*"
+  std::map<std::string, LinkMeasurement> peers;
   bool operator==(const NodeLinks&) const = default;
 };
 
 // Parses an annotation value, written by a node that may be broken or hostile. Every bound is
-// checked (size, version, peer count and names, no peer naming the node itself, finite values in
+// checked (size, version, peer count and names, aggregate names, no peer naming the node itself
+// nor an aggregate naming its own cluster as "<cluster>/*", finite values in
 // the physical ranges of placement/limits.h, p90 >= p50, an RFC 3339 `at`; small <= bulk is not
 // required); throws ManifestError(node, {"metadata.annotations[net.tessel.dev/links]...", why}),
 // at most 20 errors listed. `node` is "<node>" or "<cluster>/<node>". How old `at` is, is the
@@ -58,5 +69,15 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node);
 std::optional<std::chrono::sys_seconds> parse_measured_at(const std::string& text);
 // The annotation value (compact JSON, peers in name order); parse_node_links(format(x)) == x.
 std::string format_node_links(const NodeLinks& links);
+
+// Whether a peer name is an aggregate ("*" or "<cluster>/*").
+bool is_aggregate(const std::string& peer);
+// The aggregate that stands for a named peer's site: "*" for "<node>" (the writer's cluster),
+// "<cluster>/*" for "<cluster>/<node>".
+std::string site_aggregate(const std::string& peer);
+// An aggregate's entry from the measurements of the peers it stands for: the median of each field
+// (of an even count, the mean of the two middle values), `at` the oldest of theirs. Throws
+// std::invalid_argument when `measurements` is empty or an `at` is not an RFC 3339 time.
+LinkMeasurement aggregate_measurements(const std::vector<LinkMeasurement>& measurements);
 
 }  // namespace tessel::api

@@ -1,9 +1,10 @@
-// The prober's Node annotation: a round trip, and every kind of bad value refused with the
-// node, the annotation and the peer named.
+// The prober's Node annotation: a round trip, aggregates by site, and every kind of bad value
+// refused with the node, the annotation and the peer named.
 #include "api/link_annotations.h"
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "api/manifest_error.h"
@@ -72,6 +73,75 @@ TEST(LinkAnnotations, BadValuesAreRefusedNamingTheNodeAndPeer) {
   EXPECT_NE(two.find("2 errors"), std::string::npos) << two;
   EXPECT_NE(two.find("peers[n2].rttMs[0]"), std::string::npos) << two;
   EXPECT_NE(two.find("peers[n3].gbps[0]"), std::string::npos) << two;
+}
+
+TEST(LinkAnnotations, AggregatesBySiteRoundTripBesideNamedPeers) {
+  NodeLinks links;
+  links.peers["gpu-node-2"] = {0.2, 0.35, 0.9, 9.4, "2026-11-26T00:12:03Z"};
+  links.peers["*"] = {0.3, 0.5, 0.8, 9.0, "2026-11-26T00:10:00Z"};
+  links.peers["member-b/gpu-node-7"] = {48, 51.5, 0.05, 0.8, "2026-11-26T00:13:40Z"};
+  links.peers["member-b/*"] = {50, 60, 0.04, 0.7, "2026-11-26T00:09:00Z"};
+  links.peers["member-c.example/*"] = {90, 99, 0.01, 0.2, "2026-11-26T00:08:00Z"};
+  const std::string value = format_node_links(links);
+  // Written by "<node>" (the cluster unknown) and by "<cluster>/<node>".
+  EXPECT_EQ(parse_node_links(value, "gpu-node-1"), links);
+  EXPECT_EQ(parse_node_links(value, "member-a/gpu-node-1"), links);
+  EXPECT_TRUE(is_aggregate("*"));
+  EXPECT_TRUE(is_aggregate("member-b/*"));
+  EXPECT_FALSE(is_aggregate("gpu-node-2"));
+  EXPECT_FALSE(is_aggregate("member-b/gpu-node-7"));
+  EXPECT_EQ(site_aggregate("gpu-node-2"), "*");
+  EXPECT_EQ(site_aggregate("member-b/gpu-node-7"), "member-b/*");
+}
+
+TEST(LinkAnnotations, BadAggregateNamesAreRefusedWithTheReason) {
+  const std::string field = "member-a/gpu-node-1: metadata.annotations[net.tessel.dev/links]";
+  const std::string entry = R"({"rttMs": [1, 2], "gbps": [1, 2], "at": "2026-11-26T00:00:00Z"})";
+  const auto refusal = [&](const std::string& peer) {
+    try {
+      parse_node_links(one_peer(peer, entry), "member-a/gpu-node-1");
+    } catch (const ManifestError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string star =
+      ": '*' stands only for a whole site: \"*\" (the rest of the node's own cluster) or "
+      "\"<cluster>/*\" (the rest of that cluster)";
+  for (const std::string peer : {"a*", "*/x", "member-b/*x", "**", "member-b/gpu-*", "a/b/*"}) {
+    EXPECT_EQ(refusal(peer), field + ".peers[" + peer + "]" + star) << peer;
+  }
+  for (const std::string peer : {"/*", "*/*", "Member-B/*"}) {
+    EXPECT_EQ(refusal(peer), field + ".peers[" + peer + "]: not a cluster name before \"/*\"")
+        << peer;
+  }
+  EXPECT_EQ(refusal("member-a/*"),
+            field +
+                ".peers[member-a/*]: aggregates the annotated node's own cluster: its aggregate is "
+                "written \"*\"");
+  EXPECT_EQ(refusal("member-b/*"), "(accepted)");
+  EXPECT_EQ(refusal("*"), "(accepted)");
+}
+
+TEST(LinkAnnotations, AnAggregateIsTheMedianOfEachFieldAndTheOldestTime) {
+  const LinkMeasurement one = aggregate_measurements({{1, 2, 0.5, 5, "2026-11-26T00:12:03Z"}});
+  EXPECT_EQ(one, (LinkMeasurement{1, 2, 0.5, 5, "2026-11-26T00:12:03Z"}));
+  // Odd count: the middle value of each field, each field on its own.
+  const LinkMeasurement odd = aggregate_measurements({{1, 9, 0.5, 5, "2026-11-26T00:12:03Z"},
+                                                      {3, 4, 0.1, 9, "2026-11-26T00:11:00Z"},
+                                                      {2, 3, 0.9, 1, "2026-11-26T01:00:00+02:00"}});
+  EXPECT_EQ(odd, (LinkMeasurement{2, 4, 0.5, 5, "2026-11-26T01:00:00+02:00"}));
+  // Even count: the mean of the two middle values; p90 stays >= p50, so the entry parses.
+  const LinkMeasurement even = aggregate_measurements({{1, 1, 1, 1, "2026-11-26T00:00:00Z"},
+                                                       {4, 8, 2, 10, "2026-11-26T00:00:00Z"},
+                                                       {2, 3, 3, 20, "2026-11-26T00:00:00Z"},
+                                                       {10, 11, 4, 40, "2026-11-26T00:00:00Z"}});
+  EXPECT_EQ(even, (LinkMeasurement{3, 5.5, 2.5, 15, "2026-11-26T00:00:00Z"}));
+  NodeLinks links;
+  links.peers["*"] = even;
+  EXPECT_EQ(parse_node_links(format_node_links(links), "gpu-node-1"), links);
+  EXPECT_THROW(aggregate_measurements({}), std::invalid_argument);
+  EXPECT_THROW(aggregate_measurements({{1, 2, 1, 2, "yesterday"}}), std::invalid_argument);
 }
 
 }  // namespace
