@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "api/link_annotations.h"
@@ -14,6 +15,14 @@ namespace {
 
 std::string key_of(const std::string& cluster, const std::string& node) {
   return cluster + "/" + node;
+}
+
+// What a peer in `writer`'s annotation stands for: a node by "<cluster>/<node>", an aggregate
+// by the cluster's name ("*": the writer's own; parse_node_links refused "<own cluster>/*").
+std::string peer_key(const GpuNode& writer, const std::string& peer) {
+  if (peer == "*") return writer.cluster;
+  if (api::is_aggregate(peer)) return peer.substr(0, peer.size() - 2);
+  return peer.find('/') == std::string::npos ? key_of(writer.cluster, peer) : peer;
 }
 
 // The worse of two directions: the larger latency, the smaller bandwidth (a pipeline hop and
@@ -67,6 +76,23 @@ struct Staleness {
   }
 };
 
+// The note on the pairs whose link rests on an aggregate, naming the first few writers.
+std::string aggregates_note(int pairs, const std::set<std::string>& writers) {
+  constexpr size_t kNamed = 3;
+  std::string names;
+  size_t n = 0;
+  for (const std::string& writer : writers) {
+    if (n == kNamed) break;
+    names += (n++ == 0 ? "" : ", ") + writer;
+  }
+  if (writers.size() > kNamed)
+    names += " and " + std::to_string(writers.size() - kNamed) + " more nodes";
+  return std::to_string(pairs) +
+         " node pairs rest on site aggregates, not on a measurement of the pair: a node's median "
+         "link to the nodes of a cluster it did not list by name (written by " +
+         names + ")";
+}
+
 }  // namespace
 
 ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
@@ -87,8 +113,11 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
   t.name = "candidate GPUs of the member clusters";
   t.intra_site = estimates.same_node;
 
-  // Every node's measurements, by "<cluster>/<node>" of both ends.
-  std::map<std::pair<std::string, std::string>, placement::Link> measured;
+  // Every node's fresh named measurements, by "<cluster>/<node>" of both ends; its fresh
+  // aggregates by "<cluster>/<node>" of the writer and the cluster they stand for; the peers it
+  // listed by name, fresh or not (its aggregates do not stand for those).
+  std::map<std::pair<std::string, std::string>, placement::Link> measured, aggregated;
+  std::set<std::pair<std::string, std::string>> listed;
   for (const GpuNode& node : nodes) {
     const std::string self = key_of(node.cluster, node.name);
     const auto annotation = node.annotations.find(api::kLinksAnnotation);
@@ -107,6 +136,9 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
     }
     Staleness stale;
     for (const auto& [peer, m] : links.peers) {
+      const bool aggregate = api::is_aggregate(peer);
+      const std::string other = peer_key(node, peer);
+      if (!aggregate) listed.insert({self, other});
       const auto at = *api::parse_measured_at(m.measured_at);  // parse_node_links checked it
       if (now - at > freshness.max_age) {
         if (stale.old++ == 0 || now - at > stale.oldest) {
@@ -122,9 +154,7 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
         }
         continue;
       }
-      const std::string other =
-          peer.find('/') == std::string::npos ? key_of(node.cluster, peer) : peer;
-      measured[{self, other}] = m.link();
+      (aggregate ? aggregated : measured)[{self, other}] = m.link();
     }
     if (stale.old + stale.future > 0) {
       out.stale_measurements += stale.old + stale.future;
@@ -162,16 +192,35 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
     }
   }
 
+  std::set<std::string> aggregate_writers;  // nodes whose aggregates were taken
+  // One direction of a pair: what `from` measured to `to` by name (missing when that one is
+  // stale), else its aggregate for the nodes of `to`'s cluster; `aggregate` set when the
+  // aggregate was taken.
+  const auto direction = [&](size_t from, size_t to,
+                             bool& aggregate) -> std::optional<placement::Link> {
+    const std::pair<std::string, std::string> named{t.sites[from].name, t.sites[to].name};
+    if (listed.count(named)) {
+      const auto it = measured.find(named);
+      return it == measured.end() ? std::nullopt : std::optional(it->second);
+    }
+    const std::string& writer = named.first;
+    if (const auto it = aggregated.find({writer, nodes[to].cluster}); it != aggregated.end()) {
+      aggregate = true;
+      aggregate_writers.insert(writer);
+      return it->second;
+    }
+    return std::nullopt;
+  };
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (size_t j = i + 1; j < nodes.size(); ++j) {
-      const std::string a = t.sites[i].name, b = t.sites[j].name;
-      std::optional<placement::Link> ab, ba;
-      if (const auto it = measured.find({a, b}); it != measured.end()) ab = it->second;
-      if (const auto it = measured.find({b, a}); it != measured.end()) ba = it->second;
-      placement::SitePair pair{a, b, {}};
+      bool aggregate = false;
+      const std::optional<placement::Link> ab = direction(i, j, aggregate),
+                                           ba = direction(j, i, aggregate);
+      placement::SitePair pair{t.sites[i].name, t.sites[j].name, {}};
       if (ab || ba) {
         pair.link = combine(ab, ba);
         ++out.measured_pairs;
+        if (aggregate) ++out.aggregated_pairs;
       } else {
         pair.link = estimate(nodes[i], nodes[j], estimates);
         ++out.estimated_pairs;
@@ -179,6 +228,8 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
       t.site_pairs.push_back(pair);
     }
   }
+  if (out.aggregated_pairs > 0)
+    out.notes.push_back(aggregates_note(out.aggregated_pairs, aggregate_writers));
   t.finalize("member clusters");
   return out;
 }

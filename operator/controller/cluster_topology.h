@@ -3,6 +3,14 @@
 // net.tessel.dev/links annotations (api/link_annotations.h), and, for the pairs no prober has
 // measured, an estimate from the nodes' regions and zones, counted and named so the job's
 // conditions can say how much of its placement rests on estimates.
+//
+// Directions: a node's annotation holds what it measured towards each peer; the placement's
+// site pairs are undirected. Each direction A -> B is A's measurement of B by name, else A's
+// aggregate for B's site ("*" when B is in A's cluster, "<B's cluster>/*" otherwise; a named
+// measurement always wins), else missing. A pair's link is the worse of its directions found:
+// the larger one-way latency and the smaller bulk bandwidth, since a pipeline hop (activations
+// one way, gradients back) and a ring all-reduce (every node sends and receives) both go at the
+// pace of their slower direction. A pair with no direction found is estimated.
 #pragma once
 
 #include <chrono>
@@ -49,14 +57,16 @@ struct DevicePlace {
 };
 
 struct ClusterTopology {
-  placement::Topology topology;         // finalized
-  std::vector<DevicePlace> places;      // by device id
-  int measured_pairs = 0;               // node pairs with a measurement in either direction
-  int estimated_pairs = 0;              // node pairs estimated from regions and zones
-  int stale_measurements = 0;           // directional measurements older than max_age (or future)
+  placement::Topology topology;     // finalized
+  std::vector<DevicePlace> places;  // by device id
+  int measured_pairs = 0;           // node pairs with a measurement (named or aggregate) either way
+  int aggregated_pairs = 0;         // of those, pairs with a direction taken from an aggregate
+  int estimated_pairs = 0;          // node pairs estimated from regions and zones
+  int stale_measurements = 0;       // directional measurements older than max_age (or future)
   std::vector<RejectedLinks> rejected;  // nodes whose annotation was refused, in node order
   // What was not taken as measured, with the cause: "member-a/gpu-3: metadata.annotations[...]:
-  // ... (its links are estimated)", "member-b/gpu-9: unknown GPU product 'X' (taken as V100)".
+  // ... (its links are estimated)", "member-b/gpu-9: unknown GPU product 'X' (taken as V100)";
+  // last, when aggregated_pairs > 0, one note saying how many pairs rest on aggregates and whose.
   std::vector<std::string> notes;
 };
 
@@ -64,7 +74,8 @@ struct ClusterTopology {
 // placement::TopologyError when the result breaks a topology limit (e.g. more than
 // placement::kMaxDevices GPUs), std::invalid_argument when `freshness` has a max_age <= 0 or a
 // negative max_clock_skew. An annotation that fails api::parse_node_links is a note and a
-// `rejected` entry; measurements that are not fresh are a note per node.
+// `rejected` entry; measurements that are not fresh (aggregates as named ones) are a note per
+// node, and taken as missing.
 ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
                                        const LinkEstimates& estimates = {},
                                        const LinkFreshness& freshness = {});

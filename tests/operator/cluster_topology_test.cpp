@@ -1,6 +1,6 @@
 // The topology of candidate GPUs across clusters: measured links from the prober's annotations
-// (both directions, peers in other clusters), estimates where nothing was measured, and notes
-// for what could not be taken as measured.
+// (both directions, peers in other clusters, site aggregates), estimates where nothing was
+// measured, and notes for what could not be taken as measured.
 #include "operator/controller/cluster_topology.h"
 
 #include <gtest/gtest.h>
@@ -95,6 +95,73 @@ TEST(ClusterTopology, BadAnnotationsAndUnknownGpusBecomeNotes) {
             "a/n1: unknown GPU product 'NVIDIA-GeForce-RTX-4090' (taken as V100-SXM2-16GB)");
   EXPECT_EQ(c.notes[2], "a/n2: no nvidia.com/gpu.product label (taken as V100-SXM2-16GB)");
   EXPECT_EQ(c.estimated_pairs, 1);
+}
+
+TEST(ClusterTopology, AggregatesStandForTheNodesNotListedAndANamedMeasurementWins) {
+  std::vector<GpuNode> nodes = {
+      gpu_node("a", "n1", 1, "r1", "r1a"), gpu_node("a", "n2", 1, "r1", "r1a"),
+      gpu_node("a", "n3", 1, "r1", "r1a"), gpu_node("b", "m1", 1, "r2", "r2a"),
+      gpu_node("b", "m2", 1, "r2", "r2a"), gpu_node("c", "k1", 1, "r3", "r3a")};
+  measure(nodes[0], "n2", 0.2, 30);   // a/n1 -> a/n2 by name...
+  measure(nodes[0], "*", 0.8, 8);     // ...and the rest of cluster a (n3)
+  measure(nodes[0], "b/m1", 40, 2);   // a/n1 -> b/m1 by name...
+  measure(nodes[0], "b/*", 60, 0.9);  // ...and the rest of b (m2)
+  const ClusterTopology c = build_cluster_topology(nodes);
+  const placement::Topology& t = c.topology;
+  EXPECT_DOUBLE_EQ(t.bandwidth_gbps(0, 1), 30);  // named, not the aggregate's 8
+  EXPECT_DOUBLE_EQ(t.bandwidth_gbps(0, 2), 8);   // "*"
+  EXPECT_DOUBLE_EQ(t.latency_ms(0, 2), 0.4);
+  EXPECT_DOUBLE_EQ(t.bandwidth_gbps(0, 3), 2);    // named
+  EXPECT_DOUBLE_EQ(t.bandwidth_gbps(0, 4), 0.9);  // "b/*"
+  EXPECT_DOUBLE_EQ(t.latency_ms(4, 0), 30);
+  // a/n1 published no aggregate for c: a/n1 - c/k1 is estimated; so are the pairs a/n1 is not in.
+  EXPECT_DOUBLE_EQ(t.bandwidth_gbps(0, 5), LinkEstimates{}.other_region.bandwidth_gbps);
+  EXPECT_EQ(c.measured_pairs, 4);
+  EXPECT_EQ(c.aggregated_pairs, 2);
+  EXPECT_EQ(c.estimated_pairs, 11);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_EQ(c.notes[0],
+            "2 node pairs rest on site aggregates, not on a measurement of the pair: a node's "
+            "median link to the nodes of a cluster it did not list by name (written by a/n1)");
+}
+
+TEST(ClusterTopology, APairTakesTheSlowerDirectionWhetherNamedOrAggregate) {
+  std::vector<GpuNode> nodes = {gpu_node("a", "n1", 1, "r1", "r1a"),
+                                gpu_node("b", "m1", 1, "r2", "r2a"),
+                                gpu_node("b", "m2", 1, "r2", "r2a")};
+  measure(nodes[0], "b/*", 50, 4);   // a/n1 -> b: fast
+  measure(nodes[1], "a/n1", 70, 1);  // b/m1 -> a/n1 by name: slower, and it wins
+  measure(nodes[2], "a/*", 40, 6);   // b/m2 -> a: faster than a/n1 -> b
+  const ClusterTopology c = build_cluster_topology(nodes);
+  // a/n1 - b/m1: the slower of 4 (aggregate) and 1 (named), the larger latency.
+  EXPECT_DOUBLE_EQ(c.topology.bandwidth_gbps(0, 1), 1);
+  EXPECT_DOUBLE_EQ(c.topology.bandwidth_gbps(1, 0), 1);
+  EXPECT_DOUBLE_EQ(c.topology.latency_ms(0, 1), 35);
+  // a/n1 - b/m2: both directions aggregates, the slower of 4 and 6.
+  EXPECT_DOUBLE_EQ(c.topology.bandwidth_gbps(0, 2), 4);
+  EXPECT_DOUBLE_EQ(c.topology.latency_ms(2, 0), 25);
+  EXPECT_EQ(c.measured_pairs, 2);
+  EXPECT_EQ(c.aggregated_pairs, 2);
+  EXPECT_EQ(c.estimated_pairs, 1);  // b/m1 - b/m2
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("(written by a/n1, b/m2)"), std::string::npos) << c.notes[0];
+}
+
+TEST(ClusterTopology, TheAggregatesNoteNamesAFewWritersAndCountsTheRest) {
+  std::vector<GpuNode> nodes;
+  for (int i = 0; i < 6; ++i) {
+    nodes.push_back(gpu_node("a", "n" + std::to_string(i), 1, "r1", "r1a"));
+    measure(nodes.back(), "*", 0.5, 10);
+  }
+  const ClusterTopology c = build_cluster_topology(nodes);
+  EXPECT_EQ(c.measured_pairs, 15);
+  EXPECT_EQ(c.aggregated_pairs, 15);
+  EXPECT_EQ(c.estimated_pairs, 0);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_EQ(c.notes[0],
+            "15 node pairs rest on site aggregates, not on a measurement of the pair: a node's "
+            "median link to the nodes of a cluster it did not list by name (written by a/n0, "
+            "a/n1, a/n2 and 3 more nodes)");
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // value is refused with the field and the reason named (never a crash, never a message that
 // prints the whole of a huge value), and build_cluster_topology then estimates that node's links,
 // says so in a note and lists the node as rejected. Measurements too old, or dated in the future,
-// are taken as missing.
+// are taken as missing, aggregates ("*", "<cluster>/*") as named ones.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -146,6 +146,35 @@ TEST(HostileAnnotations, BadPeerNamesAreRefusedAndShownShort) {
                  ".peers[gpu-2].trustMe: unknown field");
 }
 
+TEST(HostileAnnotations, BadAggregateNamesAreRefusedWithTheReason) {
+  // '*' anywhere but as the whole node name of a site.
+  for (const std::string peer : {"a*", "*/x", "member-b/*x", "**", "*gpu-2", "member-b/**"}) {
+    EXPECT_EQ(refusal(one_peer(peer, good_entry())),
+              kField + ".peers[" + peer +
+                  "]: '*' stands only for a whole site: \"*\" (the rest of the node's own "
+                  "cluster) or \"<cluster>/*\" (the rest of that cluster)")
+        << peer;
+  }
+  // "<cluster>/*" without a cluster's name.
+  for (const std::string peer : {"/*", "*/*", "Member-B/*", "member_b/*"}) {
+    EXPECT_EQ(refusal(one_peer(peer, good_entry())),
+              kField + ".peers[" + peer + "]: not a cluster name before \"/*\"")
+        << peer;
+  }
+  // The writer's own cluster has one spelling, "*".
+  EXPECT_EQ(refusal(one_peer("member-a/*", good_entry())),
+            kField +
+                ".peers[member-a/*]: aggregates the annotated node's own cluster: its aggregate is "
+                "written \"*\"");
+  EXPECT_EQ(refusal(one_peer("*", good_entry())), "(accepted)");
+  EXPECT_EQ(refusal(one_peer("member-b/*", good_entry())), "(accepted)");
+  // An aggregate's values are checked as a named peer's.
+  EXPECT_REFUSED(one_peer("member-b/*", entry("[1, 2]", "[1, 1e9]", "\"" + kAt + "\"")),
+                 ".peers[member-b/*].gbps[1]: must be in [1e-06, 100000] Gbit/s, got 1000000000");
+  EXPECT_REFUSED(one_peer("*", entry("[9, 2]", "[1, 2]", "\"" + kAt + "\"")),
+                 ".peers[*].rttMs[1]: must be in [9, 120000] ms (and >= the median), got 2");
+}
+
 TEST(HostileAnnotations, ALinkToItselfIsRefused) {
   // By its node name (a peer of its own cluster) and by its full name.
   EXPECT_EQ(refusal(one_peer("gpu-1", good_entry())),
@@ -287,6 +316,39 @@ TEST(HostileAnnotations, StaleAndFutureMeasurementsAreTakenAsMissingAndNoted) {
       build_cluster_topology(nodes, {}, {.now = now, .max_age = hours(4)});
   EXPECT_EQ(lenient.stale_measurements, 1);
   EXPECT_EQ(lenient.measured_pairs, 2);
+}
+
+TEST(HostileAnnotations, StaleAggregatesAreTakenAsMissingAndAStaleNamedPeerIsNotAggregated) {
+  const auto now = system_clock::now();
+  api::NodeLinks stale_aggregate;  // gpu-1: "*" three hours old
+  stale_aggregate.peers["*"] = {0.2, 0.3, 10, 40, kube::format_rfc3339(now - hours(3))};
+  api::NodeLinks listed_stale;  // gpu-3: gpu-4 by name, stale; "*" fresh
+  listed_stale.peers["gpu-4"] = {0.2, 0.3, 10, 40, kube::format_rfc3339(now - hours(3))};
+  listed_stale.peers["*"] = {0.2, 0.3, 5, 20, kube::format_rfc3339(now)};
+  const std::vector<GpuNode> nodes = {
+      gpu_node("gpu-1", api::format_node_links(stale_aggregate)), gpu_node("gpu-2", ""),
+      gpu_node("gpu-3", api::format_node_links(listed_stale)), gpu_node("gpu-4", "")};
+  const ClusterTopology c = build_cluster_topology(nodes, {}, {.now = now});
+  EXPECT_EQ(c.stale_measurements, 2);
+  // gpu-1's stale "*" stands for nothing: its pairs are estimated (but gpu-3's fresh "*" covers
+  // gpu-3 - gpu-1). gpu-3 listed gpu-4 by name: its "*" does not stand for gpu-4.
+  EXPECT_DOUBLE_EQ(c.topology.bandwidth_gbps(0, 1), LinkEstimates{}.same_zone.bandwidth_gbps);
+  EXPECT_DOUBLE_EQ(c.topology.bandwidth_gbps(2, 3), LinkEstimates{}.same_zone.bandwidth_gbps);
+  EXPECT_DOUBLE_EQ(c.topology.bandwidth_gbps(2, 0), 20);
+  EXPECT_DOUBLE_EQ(c.topology.bandwidth_gbps(2, 1), 20);
+  EXPECT_EQ(c.measured_pairs, 2);
+  EXPECT_EQ(c.aggregated_pairs, 2);
+  EXPECT_EQ(c.estimated_pairs, 4);
+  ASSERT_EQ(c.notes.size(), 3u);
+  EXPECT_EQ(c.notes[0],
+            "member-a/gpu-1: 1 of its 1 link measurements are older than 1h (the oldest at " +
+                kube::format_rfc3339(now - hours(3)) +
+                ", 3h old) (those links are estimated unless the peer measured them)");
+  EXPECT_NE(c.notes[1].find("member-a/gpu-3: 1 of its 2 link measurements are older than 1h"),
+            std::string::npos)
+      << c.notes[1];
+  EXPECT_NE(c.notes[2].find("2 node pairs rest on site aggregates"), std::string::npos)
+      << c.notes[2];
 }
 
 TEST(HostileAnnotations, AFreshnessOutOfRangeIsRefusedNamingIt) {
