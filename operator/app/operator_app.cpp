@@ -169,6 +169,14 @@ void run_controllers(Shared& s, std::stop_token stop) {
   registry_options.observe_client = [&s](const std::string& name) {
     return s.metrics.api_request_counter(name);
   };
+  registry_options.prober_namespace = flags.prober_namespace;
+  registry_options.prober_selector = flags.prober_selector;
+  // A member's probers are every other member's peers: each one's ConfigMap is rewritten.
+  registry_options.on_probers = [&](const std::string&) {
+    if (!members_controller_ptr) return;
+    for (const kube::ObjectSnapshot& member : members.store().list())
+      members_controller_ptr->queue().add(kube::object_name(*member));
+  };
   controller::MemberRegistry registry(
       registry_options,
       [&](const std::string& cluster, const json& pod) {
@@ -219,6 +227,7 @@ void run_controllers(Shared& s, std::stop_token stop) {
   controller::MemberClusterReconcilerOptions member_options;
   member_options.resync =
       std::chrono::milliseconds(static_cast<int64_t>(flags.member_resync_s * 1000));
+  member_options.logger = s.logger;
   controller::MemberClusterReconciler member_reconciler(s.hub, s.members_resource, members.store(),
                                                         secrets.store(), registry, events,
                                                         member_options);

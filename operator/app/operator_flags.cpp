@@ -7,6 +7,8 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "kube/object.h"
+
 namespace tessel::app {
 
 std::pair<std::string, int> split_address(const std::string& address, const std::string& flag) {
@@ -36,14 +38,14 @@ namespace {
 bool is_lower_alphanumeric(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
 // A namespace name: a DNS-1123 label.
-void check_namespace(const std::string& name) {
+void check_namespace(const std::string& name, const std::string& flag) {
   if (name.empty()) return;
   const bool ok = name.size() <= 63 && is_lower_alphanumeric(name.front()) &&
                   is_lower_alphanumeric(name.back()) &&
                   std::all_of(name.begin(), name.end(),
                               [](char c) { return is_lower_alphanumeric(c) || c == '-'; });
   if (!ok) {
-    throw std::invalid_argument("--watch-namespace: '" + name +
+    throw std::invalid_argument(flag + ": '" + name +
                                 "' is not a namespace name (at most 63 lowercase letters, digits "
                                 "and '-', starting and ending with a letter or digit)");
   }
@@ -70,6 +72,15 @@ void check_member_selector(const std::string& selector) {
                                   "' is not key=value with a label's key and value");
     }
     start = comma + 1;
+  }
+}
+
+void check_prober_selector(const std::string& selector) {
+  try {
+    kube::LabelSelector::parse(selector);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("--prober-selector: '" + selector +
+                                "' is not a label selector: " + e.what());
   }
 }
 
@@ -101,6 +112,13 @@ bool parse_operator_flags(int argc, char** argv, OperatorFlags& f) {
   app.add_option("--member-selector", f.member_selector,
                  "Only the MemberClusters with these labels (key=value, comma-separated); "
                  "empty: every MemberCluster");
+  app.add_option("--prober-namespace", f.prober_namespace,
+                 "The probers' namespace in every member cluster: their pods are found there, "
+                 "and the operator keeps the ConfigMap tessel-prober-peers there (the probers of "
+                 "the other members, for cross-cluster probes)");
+  app.add_option("--prober-selector", f.prober_selector,
+                 "The prober pods' labels (a label selector: key=value, key!=value, key in (a,b), "
+                 "...)");
   app.add_option("--leader-elect", f.leader_elect,
                  "Run the controllers only while holding the Lease (true for more than one "
                  "replica)");
@@ -157,7 +175,11 @@ bool parse_operator_flags(int argc, char** argv, OperatorFlags& f) {
   } catch (const CLI::ParseError& e) {
     throw std::invalid_argument(e.what());
   }
-  check_namespace(f.watch_namespace);
+  check_namespace(f.watch_namespace, "--watch-namespace");
+  if (f.prober_namespace.empty())
+    throw std::invalid_argument("--prober-namespace: must name a namespace");
+  check_namespace(f.prober_namespace, "--prober-namespace");
+  check_prober_selector(f.prober_selector);
   check_member_selector(f.member_selector);
   split_address(f.https_address, "--https-address");
   split_address(f.stage_service_address, "--stage-service-address");

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <string>
 
+#include "api/prober_peers.h"
+
 namespace tessel::app {
 
 struct OperatorFlags {
@@ -13,6 +15,8 @@ struct OperatorFlags {
   std::string hub_id = "hub";
   std::string watch_namespace;  // empty: TrainingJobs of every namespace
   std::string member_selector;  // "key=value,...": only these MemberClusters; empty: all
+  std::string prober_namespace = "tessel-system";      // the probers' namespace in members
+  std::string prober_selector = api::kProberSelector;  // the prober pods' labels there
   bool leader_elect = true;
   std::string lease_name = "tessel-operator";
   int lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;

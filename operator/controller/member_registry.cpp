@@ -18,6 +18,9 @@ namespace tessel::controller {
 using nlohmann::json;
 
 constexpr char kJobUidIndex[] = "job-uid";
+// The prober pods among the bound pods: all under one value, and by node.
+constexpr char kProberIndex[] = "prober";
+constexpr char kProberNodeIndex[] = "prober-node";
 
 struct MemberInformers {
   kube::ClusterConfig config;
@@ -83,6 +86,22 @@ json placement_fields(const json& node) {
                       status.value("allocatable", json::object()), ready});
 }
 
+// What of a prober pod its peers elsewhere see (api::prober_endpoints reads these).
+json endpoint_fields(const json& pod) {
+  const json metadata = pod.value("metadata", json::object());
+  const json spec = pod.value("spec", json::object());
+  const json status = pod.value("status", json::object());
+  json ports = json::array();
+  for (const json& c : spec.value("containers", json::array()))
+    ports.push_back(c.value("ports", json::array()));
+  return json::array({metadata.value("deletionTimestamp", json()), spec.value("nodeName", json()),
+                      status.value("phase", json()), status.value("podIP", json()), ports});
+}
+
+json node_addresses(const json& node) {
+  return node.value("status", json::object()).value("addresses", json::array());
+}
+
 std::map<std::string, std::string> string_map(const json& object) {
   std::map<std::string, std::string> out;
   if (!object.is_object()) return out;
@@ -132,6 +151,18 @@ std::vector<json> MemberView::pods_of_job(const std::string& uid) const {
   return out;
 }
 
+std::vector<json> MemberView::prober_pods() const {
+  std::vector<json> out;
+  for (const kube::ObjectSnapshot& pod :
+       informers->bound_pods->store().by_index(kProberIndex, kProberIndex))
+    out.push_back(*pod);
+  return out;
+}
+
+std::shared_ptr<const json> MemberView::node(const std::string& name) const {
+  return informers->nodes->store().get(name);
+}
+
 MemberRegistry::MemberRegistry(Options options,
                                std::function<void(const std::string&, const json&)> on_pod,
                                std::function<void(const std::string&)> on_nodes)
@@ -139,7 +170,15 @@ MemberRegistry::MemberRegistry(Options options,
       on_pod_(std::move(on_pod)),
       on_nodes_(std::move(on_nodes)),
       logger_(options_.logger ? options_.logger
-                              : std::make_shared<const kube::Logger>("member-registry")) {
+                              : std::make_shared<const kube::Logger>("member-registry")),
+      prober_selector_([&] {
+        try {
+          return kube::LabelSelector::parse(options_.prober_selector);
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument("prober selector '" + options_.prober_selector +
+                                      "' is not a label selector: " + e.what());
+        }
+      }()) {
   if (options_.hub_id.empty() || !is_label_value(options_.hub_id)) {
     throw std::invalid_argument("hub id '" + options_.hub_id +
                                 "' is not a label value (1 to 63 letters, digits, '-', '_' or "
@@ -147,6 +186,8 @@ MemberRegistry::MemberRegistry(Options options,
   }
   if (options_.operator_namespace.empty())
     throw std::invalid_argument("member registry: the operator namespace is empty");
+  if (options_.prober_namespace.empty())
+    throw std::invalid_argument("member registry: the prober namespace is empty");
 }
 
 MemberRegistry::~MemberRegistry() { stop(); }
@@ -176,22 +217,64 @@ std::shared_ptr<MemberInformers> MemberRegistry::start(const std::string& name,
     return uid ? std::vector<std::string>{*uid} : std::vector<std::string>{};
   });
   m->bound_pods = informer("pods", "", kBoundPodsSelector);
+  const auto is_prober = [ns = options_.prober_namespace,
+                          selector = prober_selector_](const json& pod) {
+    return kube::object_namespace(pod) == ns && selector.matches(pod);
+  };
+  m->bound_pods->add_index(kProberIndex, [is_prober](const json& pod) {
+    return is_prober(pod) ? std::vector<std::string>{kProberIndex} : std::vector<std::string>{};
+  });
+  m->bound_pods->add_index(kProberNodeIndex, [is_prober](const json& pod) {
+    const std::string node = pod.value("spec", json::object()).value("nodeName", "");
+    return is_prober(pod) && !node.empty() ? std::vector<std::string>{node}
+                                           : std::vector<std::string>{};
+  });
 
   const auto nodes_changed = [this, name] {
     if (on_nodes_) on_nodes_(name);
   };
+  const auto probers_changed = [this, name] {
+    if (options_.on_probers) options_.on_probers(name);
+  };
+  // A Node matters to the probers' peers when a prober runs on it (its ExternalIP is the host).
+  const auto runs_prober = [bound = m->bound_pods.get()](const json& node) {
+    return !bound->store().by_index(kProberNodeIndex, kube::object_name(node)).empty();
+  };
   m->nodes->add_event_handler(kube::EventHandler{
-      .on_add = [nodes_changed](const json&) { nodes_changed(); },
-      .on_update =
-          [nodes_changed](const json& old_node, const json& new_node) {
-            if (placement_fields(old_node) != placement_fields(new_node)) nodes_changed();
+      .on_add =
+          [=](const json& node) {
+            nodes_changed();
+            if (runs_prober(node)) probers_changed();
           },
-      .on_delete = [nodes_changed](const json&, bool) { nodes_changed(); },
+      .on_update =
+          [=](const json& old_node, const json& new_node) {
+            if (placement_fields(old_node) != placement_fields(new_node)) nodes_changed();
+            if (node_addresses(old_node) != node_addresses(new_node) && runs_prober(new_node))
+              probers_changed();
+          },
+      .on_delete =
+          [=](const json& node, bool) {
+            nodes_changed();
+            if (runs_prober(node)) probers_changed();
+          },
   });
   m->bound_pods->add_event_handler(kube::EventHandler{
-      .on_add = {},
-      .on_update = {},
-      .on_delete = [nodes_changed](const json&, bool) { nodes_changed(); },
+      .on_add =
+          [=](const json& pod) {
+            if (is_prober(pod)) probers_changed();
+          },
+      .on_update =
+          [=](const json& old_pod, const json& new_pod) {
+            if ((is_prober(old_pod) || is_prober(new_pod)) &&
+                (is_prober(old_pod) != is_prober(new_pod) ||
+                 endpoint_fields(old_pod) != endpoint_fields(new_pod)))
+              probers_changed();
+          },
+      .on_delete =
+          [=](const json& pod, bool) {
+            nodes_changed();
+            if (is_prober(pod)) probers_changed();
+          },
   });
   const auto pod_changed = [this, name](const json& pod) {
     if (on_pod_) on_pod_(name, pod);
@@ -238,11 +321,23 @@ Condition MemberRegistry::reachable(const MemberInformers& m) const {
 
 MemberConnection MemberRegistry::update(const std::string& name, const json* member,
                                         const json* secret) {
-  std::lock_guard lock(mutex_);
+  bool probers_changed = false;
+  MemberConnection connection;
+  {
+    std::lock_guard lock(mutex_);
+    connection = update_locked(name, member, secret, probers_changed);
+  }
+  if (probers_changed && options_.on_probers) options_.on_probers(name);
+  return connection;
+}
+
+MemberConnection MemberRegistry::update_locked(const std::string& name, const json* member,
+                                               const json* secret, bool& probers_changed) {
   const auto drop = [&] {
     if (const auto it = entries_.find(name); it != entries_.end()) {
       retire(std::move(it->second.informers));
       entries_.erase(it);
+      probers_changed = true;  // its probers leave the other members' lists
       logger_->info("member stopped", {{"member", name}});
     }
   };
@@ -269,11 +364,13 @@ MemberConnection MemberRegistry::update(const std::string& name, const json* mem
       entry.informers = start(name, *connection.config);
     } catch (const std::exception& e) {
       entries_.erase(name);
+      probers_changed = restart;  // a running member's probers leave the lists
       connection.config.reset();
       connection.reachable = {"Reachable", "False", "KubeconfigInvalid",
                               "cannot make a client for " + name + ": " + e.what()};
       return connection;
     }
+    entry.synced_announced = false;
     if (restart) logger_->info("member restarted: its kubeconfig changed", {{"member", name}});
   }
   const json spec = member->value("spec", json::object());
@@ -282,6 +379,10 @@ MemberConnection MemberRegistry::update(const std::string& name, const json* mem
   entry.labels =
       string_map(member->value("metadata", json::object()).value("labels", json::object()));
   connection.reachable = reachable(*entry.informers);
+  if (connection.reachable.status == "True" && !entry.synced_announced) {
+    entry.synced_announced = true;  // its probers join the other members' lists
+    probers_changed = true;
+  }
   return connection;
 }
 

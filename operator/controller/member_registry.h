@@ -1,9 +1,10 @@
 // The member clusters the operator can reach, each with a client made from its kubeconfig and
 // three informers: its Nodes, this hub's Pods (label tessel.dev/hub=<hub id>, every phase: the
 // jobs' own pods), and every Pod bound to a node and not finished (they hold GPUs, whoever
-// made them). A member's informers start when its MemberCluster becomes usable, restart when
-// the kubeconfig in its Secret changes, and stop when it goes or becomes unusable. Stopping
-// never blocks the caller: a member whose API server hangs is stopped on a thread of its own.
+// made them; the probers are among them). A member's informers start when its MemberCluster becomes
+// usable, restart when the kubeconfig in its Secret changes, and stop when it goes or becomes
+// unusable. Stopping never blocks the caller: a member whose API server hangs is stopped on a
+// thread of its own.
 //
 // The MemberCluster reconciler calls update() with what the hub's informers hold; the
 // TrainingJob reconciler reads members() and member(). Thread-safe.
@@ -20,8 +21,10 @@
 #include <string>
 #include <vector>
 
+#include "api/prober_peers.h"
 #include "kube/client.h"
 #include "kube/log.h"
+#include "kube/object.h"
 #include "operator/controller/member_connection.h"
 
 namespace tessel::controller {
@@ -45,6 +48,10 @@ struct MemberView {
   std::vector<nlohmann::json> pods() const;
   // This hub's pods of one job (label tessel.dev/job-uid), from an index.
   std::vector<nlohmann::json> pods_of_job(const std::string& uid) const;
+  // The bound, unfinished pods in the prober namespace with the prober labels, from an index.
+  std::vector<nlohmann::json> prober_pods() const;
+  // One Node of the member; nullptr when it has none of that name.
+  std::shared_ptr<const nlohmann::json> node(const std::string& name) const;
 
   std::shared_ptr<const MemberInformers> informers;  // the registry's; read through the above
 };
@@ -63,6 +70,16 @@ class MemberRegistry {
     // A member whose informers listed once but have failed for this long is unreachable (a
     // shorter failure is a watch being re-established, not worth a False condition).
     std::chrono::seconds unreachable_after{20};
+    // The probers: pods of this namespace matching this label selector (kube::LabelSelector's
+    // string form; the constructor throws std::invalid_argument for a bad one).
+    std::string prober_namespace = "tessel-system";
+    std::string prober_selector = api::kProberSelector;
+    // A member's probers changed as their peers elsewhere see them: a prober pod was added,
+    // deleted or changed in what api::prober_endpoints reads; a Node that runs one was added,
+    // deleted or changed its addresses; the member's informers listed for the first time, or
+    // it stopped (gone or no longer usable). Runs on the member's informer threads or on the
+    // caller of update(), never with the registry's lock held. May be empty.
+    std::function<void(const std::string& cluster)> on_probers;
   };
   // on_pod: a pod of this hub in `cluster` was added, changed or deleted (its last state).
   // on_nodes: a Node of `cluster` changed in what placement reads (labels, annotations,
@@ -99,6 +116,8 @@ class MemberRegistry {
   void stop();
 
   const std::string& operator_namespace() const { return options_.operator_namespace; }
+  const std::string& hub_id() const { return options_.hub_id; }
+  const std::string& prober_namespace() const { return options_.prober_namespace; }
 
  private:
   struct Entry {
@@ -106,8 +125,12 @@ class MemberRegistry {
     std::string region;
     std::map<std::string, std::string> labels;
     bool suspended = false;
+    bool synced_announced = false;  // on_probers was called for its informers' first list
   };
 
+  // update() with mutex_ held; sets probers_changed when on_probers is due.
+  MemberConnection update_locked(const std::string& name, const nlohmann::json* member,
+                                 const nlohmann::json* secret, bool& probers_changed);
   std::shared_ptr<MemberInformers> start(const std::string& name,
                                          const kube::ClusterConfig& config);
   // Stops the informers on a thread of its own (an API server that hangs may hold a list in
@@ -120,6 +143,7 @@ class MemberRegistry {
   const std::function<void(const std::string&, const nlohmann::json&)> on_pod_;
   const std::function<void(const std::string&)> on_nodes_;
   const std::shared_ptr<const kube::Logger> logger_;
+  const kube::LabelSelector prober_selector_;
 
   mutable std::mutex mutex_;
   std::map<std::string, Entry> entries_;

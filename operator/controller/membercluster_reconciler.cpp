@@ -6,6 +6,8 @@
 #include "kube/object.h"
 #include "operator/controller/conditions.h"
 #include "operator/controller/member_status.h"
+#include "operator/controller/prober_peers.h"
+#include "operator/controller/prober_peers_writer.h"
 
 namespace tessel::controller {
 
@@ -48,7 +50,9 @@ MemberClusterReconciler::MemberClusterReconciler(
       secrets_(secrets),
       registry_(registry),
       events_(events),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      logger_(options_.logger ? options_.logger
+                              : std::make_shared<const kube::Logger>("membercluster")) {}
 
 std::string MemberClusterReconciler::now_text() const {
   return kube::format_rfc3339(options_.now ? options_.now() : std::chrono::system_clock::now());
@@ -69,7 +73,9 @@ kube::ReconcileResult MemberClusterReconciler::reconcile(const std::string& name
 
   const Condition& reachable = connection.reachable;
   kube::ReconcileResult result;
-  if (reachable.status == "True" || !connection.config) {
+  if (reachable.status == "True") {
+    result.requeue_after = sync_prober_peers(name) ? options_.resync : options_.unreachable_recheck;
+  } else if (!connection.config) {
     result.requeue_after = options_.resync;
   } else if (reachable.status == "Unknown") {
     result.requeue_after = options_.connecting_recheck;
@@ -77,6 +83,52 @@ kube::ReconcileResult MemberClusterReconciler::reconcile(const std::string& name
     result.requeue_after = options_.unreachable_recheck;
   }
   return result;
+}
+
+bool MemberClusterReconciler::sync_prober_peers(const std::string& name) {
+  const auto view = registry_.member(name);
+  // A member without a prober has no reader of the list (and maybe no prober namespace).
+  if (!view || !view->synced || view->prober_pods().empty()) return true;
+  std::map<std::string, std::vector<api::ProberPeer>> probers;
+  for (const auto& other : registry_.members()) {
+    if (other->name == name || !other->synced) continue;
+    const std::vector<api::ProberEndpoint> endpoints = api::prober_endpoints(other->prober_pods());
+    std::map<std::string, std::string> external_ips;
+    for (const api::ProberEndpoint& e : endpoints) {
+      if (const auto node = other->node(e.node))
+        if (const auto ip = external_ip(*node)) external_ips[e.node] = *ip;
+    }
+    probers[other->name] = member_probers(other->name, endpoints, external_ips);
+  }
+  const DesiredProberPeers desired = prober_peers_for(name, probers);
+  const std::string where = registry_.prober_namespace() + "/" + api::kProberPeersConfigMap;
+  if (desired.left_out > 0) {
+    logger_->warning("the prober peers list is full: peers left out",
+                     {{"member", name},
+                      {"configmap", where},
+                      {"listed", std::to_string(desired.peers.peers.size())},
+                      {"left_out", std::to_string(desired.left_out)}});
+  }
+  try {
+    const PeersWriteResult result = write_prober_peers(
+        *view->client,
+        prober_peers_configmap(registry_.prober_namespace(), registry_.hub_id(), desired.peers));
+    if (result.outcome == PeersWrite::kNotOurs) {
+      logger_->warning("leaving alone a ConfigMap this operator does not manage",
+                       {{"member", name}, {"configmap", where}, {"why", result.why}});
+    } else if (result.outcome != PeersWrite::kUnchanged) {
+      logger_->info(
+          result.outcome == PeersWrite::kCreated ? "prober peers created" : "prober peers updated",
+          {{"member", name},
+           {"configmap", where},
+           {"peers", std::to_string(desired.peers.peers.size())}});
+    }
+    return true;
+  } catch (const std::exception& e) {
+    logger_->warning("cannot write the prober peers ConfigMap",
+                     {{"member", name}, {"configmap", where}, {"error", e.what()}});
+    return false;
+  }
 }
 
 json MemberClusterReconciler::desired_status(const json& member, const MemberConnection& connection,

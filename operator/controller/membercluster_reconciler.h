@@ -12,6 +12,12 @@
 //   observedGeneration
 // Nothing is written when nothing changed, so its own writes do not make it loop. Events on
 // every change of Reachable. It requeues itself so that the counts stay fresh.
+//
+// In the member itself, once it is Reachable and runs a prober pod, it keeps the cross-cluster
+// peers ConfigMap (api/prober_peers.h) in the registry's prober namespace: the probers of every
+// other synced member (prober_peers.h, prober_peers_writer.h). A failure there is logged and
+// retried after unreachable_recheck; it touches no other member. The registry's on_probers must
+// queue every MemberCluster, since a prober change in one member changes every other's list.
 #pragma once
 
 #include <chrono>
@@ -25,6 +31,7 @@
 #include "kube/client.h"
 #include "kube/controller.h"
 #include "kube/event_recorder.h"
+#include "kube/log.h"
 #include "kube/object_store.h"
 #include "kube/resource.h"
 #include "operator/controller/member_registry.h"
@@ -45,6 +52,7 @@ struct MemberClusterReconcilerOptions {
   // Status writes that meet a conflict (409) are tried again on the live object this often.
   int conflict_retries = 5;
   std::function<std::chrono::system_clock::time_point()> now;  // empty: the system clock
+  std::shared_ptr<const kube::Logger> logger;                  // nullptr: component "membercluster"
 };
 
 class MemberClusterReconciler {
@@ -66,6 +74,8 @@ class MemberClusterReconciler {
   void write_status(nlohmann::json member, const MemberConnection& connection,
                     const std::string& name);
   std::string now_text() const;
+  // Brings the member's cross-cluster peers ConfigMap in line; false when that failed.
+  bool sync_prober_peers(const std::string& name);
 
   kube::Client& hub_;
   const kube::ResourceInfo members_resource_;
@@ -74,6 +84,7 @@ class MemberClusterReconciler {
   MemberRegistry& registry_;
   kube::EventRecorder& events_;
   const MemberClusterReconcilerOptions options_;
+  const std::shared_ptr<const kube::Logger> logger_;
 
   mutable std::mutex mutex_;
   std::map<std::string, std::chrono::steady_clock::time_point> last_seen_written_;
