@@ -55,7 +55,8 @@ class LinkBook {
 
   // A peer no longer listed is forgotten; a new one is known, not measured.
   void set_peers(const std::vector<std::string>& peers);
-  // Records of a peer not in the set are ignored (it left while its probe ran).
+  // Records of a peer not in the set are ignored (it left while its probe ran). record_full
+  // throws ProbeError when m.measured_at is not an RFC 3339 time.
   void record_full(const std::string& peer, const api::LinkMeasurement& m,
                    SteadyClock::time_point now);
   void record_check(const std::string& peer, SteadyClock::time_point now);  // alive

@@ -70,6 +70,10 @@ ProbeSchedule::ProbeSchedule(ScheduleOptions options, ProbeOptions probe)
   check_probe_options(probe_);
   full_min_bytes_ = fixed_probe_bytes(probe_) + kFrameHeaderBytes + probe_.bulk_message_bytes;
   check_bytes_ = round_trip_probe_bytes(probe_);
+  const double checks_per_window = std::ceil(
+      std::chrono::duration<double>(kBudgetWindow).count() /
+      (std::chrono::duration<double>(options_.check_interval).count() * (1 - options_.jitter)));
+  check_reserve_ = static_cast<uint64_t>(checks_per_window) * check_bytes_;
   if (options_.first_probe_max_bytes < full_min_bytes_) {
     throw ProbeError(option_error("first_probe_max_bytes",
                                   std::to_string(options_.first_probe_max_bytes),
@@ -126,14 +130,16 @@ std::optional<ProbeSchedule::Plan> ProbeSchedule::plan_for(const std::string& na
   const uint64_t budget = hourly_bytes(options_.budget_fraction, *peer.bulk_gbps);
   SteadyClock::time_point full_from = std::max(earliest, peer.full_due);
   if (peer.last_full) full_from = std::max(full_from, *peer.last_full + options_.min_full_interval);
-  const auto [full_at, allowance] = budget_time(peer, budget, full_min_bytes_, full_from);
+  const auto [full_at, allowance] =
+      budget_time(peer, budget, full_min_bytes_ + check_reserve_, full_from);
   const auto [check_at, unused] =
       budget_time(peer, budget, check_bytes_, std::max(earliest, peer.check_due));
   if (full_at == SteadyClock::time_point::max() && check_at == SteadyClock::time_point::max()) {
     return std::nullopt;  // the budget covers not even a check
   }
   if (full_at <= check_at) {  // a full probe measures the RTT too
-    return Plan{full_at, {name, ProbeKind::kFull, std::min(probe_.max_bytes, allowance)}};
+    return Plan{full_at,
+                {name, ProbeKind::kFull, std::min(probe_.max_bytes, allowance - check_reserve_)}};
   }
   return Plan{check_at, {name, ProbeKind::kCheck, check_bytes_}};
 }

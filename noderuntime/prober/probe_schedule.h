@@ -12,9 +12,10 @@
 // Budget: the bytes sent to a peer in any hour (a sliding window of what record() saw; a failed
 // probe counts the max_bytes it was allowed, since what it sent is unknown) stay within
 // budget_fraction x the peer's measured bulk rate x 3600 s. A probe is planned only when what
-// the window leaves covers it: a check its round_trip_probe_bytes, a full probe at least
-// fixed_probe_bytes + one bulk message (its max_bytes is then the smaller of the probe
-// options' max_bytes and what the window leaves). A peer whose rate is not known yet gets a
+// the window leaves covers it: a check its round_trip_probe_bytes; a full probe at least
+// fixed_probe_bytes + one bulk message plus the reserve of an hour's checks (so that a full
+// probe never starves them), its max_bytes then the smaller of the probe options' max_bytes
+// and what the window leaves beyond the reserve. A peer whose rate is not known yet gets a
 // full probe first, with first_probe_max_bytes; its checks start after it. A failed probe backs
 // the peer off: check_interval, doubling with each consecutive failure, at most
 // refresh_interval. A link whose measured budget cannot cover one full probe (below about
@@ -140,6 +141,7 @@ class ProbeSchedule {
   ProbeOptions probe_;
   uint64_t full_min_bytes_;  // fixed_probe_bytes + one bulk message
   uint64_t check_bytes_;     // round_trip_probe_bytes
+  uint64_t check_reserve_;   // an hour's checks: a full probe leaves room for them
   std::mt19937_64 random_;
   SteadyClock::time_point latest_{};  // the latest time passed in
   std::map<std::string, Peer> peers_;
