@@ -1,9 +1,9 @@
 // The cross-cluster peers ConfigMap the operator keeps in each member: what it should list
 // (pure), and the MemberCluster reconciler keeping it with two members on API test servers: each
-// lists the other's probers (ExternalIP or pod IP, hostPort or containerPort); a prober pod that
-// goes, or a member that goes, leaves the lists; nothing is written when nothing changed; a
-// ConfigMap of that name the operator does not manage is left alone; a member refusing the
-// write holds up no other.
+// lists the other's probers (ExternalIP or pod IP, hostPort or containerPort) and follows a new
+// ExternalIP; a prober pod that goes, or a member that goes, leaves the lists; nothing is written
+// when nothing changed; a ConfigMap of that name the operator does not manage is left alone; a
+// member refusing the write holds up no other.
 #include "operator/controller/prober_peers.h"
 
 #include <gtest/gtest.h>
@@ -214,6 +214,14 @@ TEST_F(ProberPeersConfigMapTest, EachMemberListsTheOthersProbersAndFollowsTheirC
   EXPECT_EQ(configmap_writes(*a), writes_a);
   EXPECT_EQ(configmap_writes(*b), writes_b);
   EXPECT_EQ(peers_configmap(a->admin(), ns)["metadata"]["resourceVersion"], version_a);
+
+  // a's gpu-1 gets an ExternalIP: the registry hears it, and b's list dials that.
+  const int heard_a = probers_heard(ma);
+  json node_a = a->admin().get(core("nodes"), "", "gpu-1");
+  node_a["status"]["addresses"].push_back({{"type", "ExternalIP"}, {"address", "198.51.100.1"}});
+  a->admin().update_status(core("nodes"), node_a);
+  EXPECT_TRUE(eventually([&] { return probers_heard(ma) > heard_a; }));
+  ASSERT_TRUE(lists({mb}, b->admin(), ns, {{ma + "/gpu-1", "198.51.100.1", 7471}}, in_b)) << in_b;
 
   // A prober pod of b goes: the registry hears it, and a's list drops it.
   const int heard_b = probers_heard(mb);
