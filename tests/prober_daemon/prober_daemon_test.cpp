@@ -2,12 +2,16 @@
 // find each other through their pods (created as objects; the test plays the kubelet through
 // the status subresource), measure each other over loopback and annotate their Nodes. A stopped
 // prober ages out of the others' annotations; a peers ConfigMap adds a cross-cluster peer (a
-// ProbeServer of the test), and a broken one keeps the last good peers.
+// ProbeServer of the test), and a broken one keeps the last good peers; a Node patch that fails
+// is retried; the tessel-prober binary does the same and stops cleanly on SIGTERM.
 #include "noderuntime/prober/app/prober_daemon.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -20,9 +24,11 @@
 #include "api/link_annotations.h"
 #include "api/prober_peers.h"
 #include "kube/log.h"
+#include "kube/object.h"
 #include "kube/resource.h"
 #include "noderuntime/prober/probe_server.h"
 #include "noderuntime/transport/socket.h"
+#include "tests/kubectl/child_process.h"
 #include "tests/support/test_cluster.h"
 
 namespace tessel::prober {
@@ -115,16 +121,18 @@ class ProberDaemons : public ::testing::Test {
 
   const std::string& ns() const { return cluster_.namespace_name(); }
 
-  // A Node, a ProberDaemon for it on a free loopback port, and its prober pod, Running.
-  void start_prober(int index) {
-    const std::string node = ns() + "-gpu-" + std::to_string(index);
+  void create_node(const std::string& node) {
     cluster_.admin().create(
         resource("Node"), "",
         {{"apiVersion", "v1"},
          {"kind", "Node"},
          {"metadata", {{"name", node}, {"annotations", {{"example.com/keep", "yes"}}}}}});
     nodes_.push_back(node);
+  }
 
+  // A ProberDaemon for `node` on a free loopback port, running on a thread of its own.
+  ProberDaemon& start_daemon(const std::string& node,
+                             const std::function<void(ProberDaemonOptions&)>& adjust = {}) {
     auto prober = std::make_unique<Prober>();
     prober->node = node;
     prober->client = cluster_.client();
@@ -140,14 +148,20 @@ class ProberDaemons : public ::testing::Test {
     options.book.peer_ttl = 4s;
     options.reevaluate_every = 100ms;
     options.publish_retry_initial = 100ms;
+    options.publish_retry_max = 1s;
     options.logger = logs_.logger(node);
+    if (adjust) adjust(options);
     prober->daemon = std::make_unique<ProberDaemon>(*prober->client, options);
     ProberDaemon& daemon = *prober->daemon;
     prober->thread = std::jthread([&daemon](std::stop_token stop) { daemon.run(stop); });
+    probers_.push_back(std::move(prober));
+    return daemon;
+  }
 
-    const std::string pod = "tessel-prober-" + std::to_string(index);
+  // The prober pod of `node`, Running on 127.0.0.1 with its probe port.
+  void create_prober_pod(const std::string& pod, const std::string& node, uint16_t probe_port) {
     const json port = {
-        {"name", api::kProbePortName}, {"containerPort", daemon.port()}, {"protocol", "TCP"}};
+        {"name", api::kProbePortName}, {"containerPort", probe_port}, {"protocol", "TCP"}};
     const json container = {
         {"name", "prober"}, {"image", "tessel/prober:test"}, {"ports", json::array({port})}};
     json manifest = {{"apiVersion", "v1"}, {"kind", "Pod"}};
@@ -156,11 +170,31 @@ class ProberDaemons : public ::testing::Test {
                             {"labels", {{"app.kubernetes.io/name", "tessel-prober"}}}};
     manifest["spec"] = {{"nodeName", node}, {"containers", json::array({container})}};
     cluster_.admin().create(resource("Pod"), ns(), manifest);
-    // The test plays the kubelet: the pod runs on 127.0.0.1.
+    // The test plays the kubelet (the API test server has none): status through its subresource.
     cluster_.admin().patch(resource("Pod"), ns(), pod, kube::PatchType::kMerge,
                            {{"status", {{"phase", "Running"}, {"podIP", "127.0.0.1"}}}}, {},
                            "status");
-    probers_.push_back(std::move(prober));
+  }
+
+  // A Node, its ProberDaemon and its prober pod "tessel-prober-<index>".
+  void start_prober(int index) {
+    const std::string node = ns() + "-gpu-" + std::to_string(index);
+    create_node(node);
+    const uint16_t port = start_daemon(node).port();
+    create_prober_pod("tessel-prober-" + std::to_string(index), node, port);
+  }
+
+  // A ProbeServer standing for another cluster's prober, listed in the peers ConfigMap.
+  std::unique_ptr<ProbeServer> start_cross_peer(const std::string& name) {
+    ProbeServerOptions server_options;
+    server_options.secret = kSecret;
+    auto server =
+        std::make_unique<ProbeServer>(transport::TcpListener::bind("127.0.0.1", 0), server_options);
+    api::ProberPeers peers;
+    peers.cluster = "member-a";
+    peers.peers = {{name, "127.0.0.1", server->port()}};
+    put_peers_config_map(api::format_prober_peers(peers));
+    return server;
   }
 
   // The peers named in `node`'s links annotation (nullopt: none yet).
@@ -244,14 +278,7 @@ TEST_F(ProberDaemons, MeasureEachOtherAndAStoppedOneAgesOut) {
 TEST_F(ProberDaemons, ThePeersConfigMapAddsCrossClusterPeersAndABrokenOneKeepsThem) {
   start_prober(0);
   const std::string a = probers_[0]->node;
-  ProbeServerOptions server_options;
-  server_options.secret = kSecret;
-  ProbeServer member_b(transport::TcpListener::bind("127.0.0.1", 0), server_options);
-
-  api::ProberPeers peers;
-  peers.cluster = "member-a";
-  peers.peers = {{"member-b/x", "127.0.0.1", member_b.port()}};
-  put_peers_config_map(api::format_prober_peers(peers));
+  const std::unique_ptr<ProbeServer> member_b = start_cross_peer("member-b/x");
   ASSERT_TRUE(eventually([&] { return names(a, {"member-b/x"}); }))
       << "the cross-cluster peer never showed up";
   EXPECT_TRUE(logs_.contains({"cross-cluster peers read", "cluster=member-a", "peers=1"}))
@@ -263,8 +290,8 @@ TEST_F(ProberDaemons, ThePeersConfigMapAddsCrossClusterPeersAndABrokenOneKeepsTh
   ASSERT_TRUE(eventually([&] {
     return logs_.contains({"peers ConfigMap refused", "configmap=" + key, "kept_peers=1"});
   })) << logs_.tail();
-  const size_t sessions = member_b.sessions_completed();
-  EXPECT_TRUE(eventually([&] { return member_b.sessions_completed() > sessions + 1; }))
+  const size_t sessions = member_b->sessions_completed();
+  EXPECT_TRUE(eventually([&] { return member_b->sessions_completed() > sessions + 1; }))
       << "member-b/x is no longer probed after a broken ConfigMap";
   EXPECT_TRUE(names(a, {"member-b/x"}));
 
@@ -276,6 +303,89 @@ TEST_F(ProberDaemons, ThePeersConfigMapAddsCrossClusterPeersAndABrokenOneKeepsTh
   })) << logs_.tail();
   EXPECT_TRUE(eventually([&] { return names(a, {}, {"member-b/x"}); }))
       << "the annotation still names a peer no longer listed";
+}
+
+TEST_F(ProberDaemons, AFailedPatchIsLoggedAndRetriedNeverFatal) {
+  // The daemon's Node does not exist yet: every patch is a 404 until it does.
+  const std::string node = ns() + "-late-node";
+  start_daemon(node);
+  const std::unique_ptr<ProbeServer> member_b = start_cross_peer("member-b/x");
+  ASSERT_TRUE(eventually([&] {
+    return logs_.contains({"publishing links failed; will retry", "node=" + node, "not found"});
+  })) << logs_.tail();
+  create_node(node);
+  EXPECT_TRUE(eventually([&] { return names(node, {"member-b/x"}); }))
+      << "the links were never published once the Node existed";
+}
+
+TEST_F(ProberDaemons, ARestartedProberResumesWhatItsNodeStillHolds) {
+  // What the previous run published: a peer still listed, measured a second ago; one measured an
+  // hour ago; one no longer listed.
+  const std::string node = ns() + "-restarted";
+  create_node(node);
+  const auto at = [](std::chrono::seconds ago) {
+    return kube::format_rfc3339(std::chrono::system_clock::now() - ago);
+  };
+  api::NodeLinks before;
+  before.peers["member-b/x"] = {123, 130, 0.5, 0.9, at(1s)};
+  before.peers["member-b/old"] = {5, 6, 0.5, 0.9, at(3600s)};
+  before.peers["member-b/gone"] = {5, 6, 0.5, 0.9, at(1s)};
+  cluster_.admin().patch(
+      resource("Node"), "", node, kube::PatchType::kMerge,
+      {{"metadata", {{"annotations", {{api::kLinksAnnotation, api::format_node_links(before)}}}}}});
+  // member-b/x and member-b/old are listed but do not answer (a closed port): nothing replaces
+  // the resumed value before the test reads it (the next probe is a check interval away).
+  const uint16_t closed_port = transport::TcpListener::bind("127.0.0.1", 0).port();
+  api::ProberPeers peers;
+  peers.cluster = "member-a";
+  peers.peers = {{"member-b/old", "127.0.0.1", closed_port},
+                 {"member-b/x", "127.0.0.1", closed_port}};
+  put_peers_config_map(api::format_prober_peers(peers));
+
+  start_daemon(node, [](ProberDaemonOptions& options) {
+    options.schedule.check_interval = 60s;
+    options.schedule.refresh_interval = 600s;
+    options.book.peer_ttl = 600s;
+  });
+  ASSERT_TRUE(eventually([&] {
+    return logs_.contains({"resumed the links published before", "node=" + node, "peers=1"});
+  })) << logs_.tail();
+  ASSERT_TRUE(eventually([&] {
+    return names(node, {"member-b/x"}, {"member-b/old", "member-b/gone"});
+  })) << logs_.tail();
+  EXPECT_EQ(links_of(node)->peers.at("member-b/x"), before.peers.at("member-b/x"));
+}
+
+// The binary: flags, kubeconfig and secret file in, its Node annotated, SIGTERM a clean exit.
+TEST_F(ProberDaemons, TheBinaryAnnotatesItsNodeAndStopsCleanlyOnSigterm) {
+  const std::string node = ns() + "-gpu-bin";
+  create_node(node);
+  const std::unique_ptr<ProbeServer> member_b = start_cross_peer("member-b/x");
+  const std::string secret_file =
+      ::testing::TempDir() + "tessel-prober-secret-" + std::to_string(getpid()) + "-" + ns();
+  std::ofstream(secret_file) << kSecret << "\n";
+  uint16_t port = 0;
+  {  // a free port: bound, then closed for the prober to take
+    port = transport::TcpListener::bind("127.0.0.1", 0).port();
+  }
+  testing::ChildProcess prober({TESSEL_PROBER_BINARY, "--kubeconfig", cluster_.kubeconfig_path(),
+                                "--node-name", node, "--namespace", ns(), "--listen",
+                                "127.0.0.1:" + std::to_string(port), "--secret-file", secret_file,
+                                "--check-interval", "1s", "--refresh-interval", "10s", "--peer-ttl",
+                                "5s", "--emulate-link", "member-b/=0/5"});
+  const bool annotated = eventually([&] {
+    prober.read_until([](const std::string&) { return false; }, 50ms);  // drains its logs
+    return names(node, {"member-b/x"});
+  });
+  const testing::ProcessResult result = prober.stop(30s);
+  std::remove(secret_file.c_str());
+  ASSERT_TRUE(annotated) << "tessel-prober never annotated its Node; its log:\n" << result.err;
+  // --emulate-link delays this side's sends by 5 ms: every round trip takes at least that.
+  EXPECT_GE(links_of(node)->peers.at("member-b/x").rtt_p50_ms, 5.0);
+  EXPECT_FALSE(result.timed_out) << result.err;
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("prober stopping"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("published links"), std::string::npos) << result.err;
 }
 
 }  // namespace

@@ -92,6 +92,12 @@ void ProberDaemon::run(std::stop_token stop) {
 
   ProbeSchedule schedule(options_.schedule, options_.probe);
   LinkBook book(options_.book);
+  {
+    std::lock_guard lock(mutex_);
+    changed_ = false;
+  }
+  refresh_peers(pods, config_maps, schedule, book);
+  resume_published(book);
   while (!stop.stop_requested()) {
     bool changed = false;
     {
@@ -184,6 +190,42 @@ void ProberDaemon::refresh_peers(const kube::SharedInformer& pods,
                                   {"address_changed", moved}});
 }
 
+void ProberDaemon::resume_published(LinkBook& book) {
+  json node;
+  try {
+    node = client_.get(*kube::ResourceRegistry().find_kind("v1", "Node"), "", options_.node_name);
+  } catch (const std::exception& e) {
+    logger_->warning("could not read the Node's links; starting afresh",
+                     {{"node", options_.node_name}, {"error", e.what()}});
+    return;
+  }
+  const json annotations = node["metadata"].value("annotations", json::object());
+  const auto value = annotations.find(api::kLinksAnnotation);
+  if (value == annotations.end() || !value->is_string()) return;
+  api::NodeLinks links;
+  try {
+    links = api::parse_node_links(value->get<std::string>(), options_.node_name);
+  } catch (const std::exception& e) {
+    logger_->warning("the Node's links do not parse; starting afresh",
+                     {{"node", options_.node_name}, {"error", e.what()}});
+    return;
+  }
+  const auto wall_now = std::chrono::system_clock::now();
+  const Clock::time_point now = Clock::now();
+  size_t resumed = 0;
+  for (const auto& [peer, measurement] : links.peers) {
+    if (api::is_aggregate(peer) || peers_.count(peer) == 0) continue;
+    const auto at = api::parse_measured_at(measurement.measured_at);
+    if (!at) continue;
+    const auto age = wall_now - *at;
+    if (age < std::chrono::seconds::zero() || age >= options_.book.peer_ttl) continue;
+    book.record_full(peer, measurement, now - std::chrono::duration_cast<Clock::duration>(age));
+    ++resumed;
+  }
+  logger_->info("resumed the links published before",
+                {{"node", options_.node_name}, {"peers", resumed}});
+}
+
 void ProberDaemon::run_probe(const PlannedProbe& planned, ProbeSchedule& schedule, LinkBook& book) {
   const auto found = peers_.find(planned.peer);
   if (found == peers_.end()) {
@@ -194,25 +236,9 @@ void ProberDaemon::run_probe(const PlannedProbe& planned, ProbeSchedule& schedul
   options.emulated_link = emulated_shape(options_.emulated_links, peer.name);
   const bool full = planned.kind == ProbeKind::kFull;
   if (full) options.max_bytes = planned.max_bytes;
+  std::optional<ProbeResult> result;
   try {
-    const ProbeResult result =
-        full ? measure_peer(peer, options) : measure_round_trips(peer, options);
-    const Clock::time_point now = Clock::now();
-    schedule.record(planned, now, &result);
-    const api::LinkMeasurement& m = result.measurement;
-    if (full) {
-      book.record_full(peer.name, m, now);
-    } else {
-      book.record_check(peer.name, now);
-    }
-    logger_->log(full ? kube::LogLevel::kInfo : kube::LogLevel::kDebug, "probed",
-                 {{"peer", peer.name},
-                  {"kind", probe_kind_name(planned.kind)},
-                  {"rtt_p50_ms", m.rtt_p50_ms},
-                  {"rtt_p90_ms", m.rtt_p90_ms},
-                  {"small_gbps", m.small_gbps},
-                  {"bulk_gbps", m.bulk_gbps},
-                  {"bytes", result.bytes_sent}});
+    result = full ? measure_peer(peer, options) : measure_round_trips(peer, options);
   } catch (const std::exception& e) {
     const Clock::time_point now = Clock::now();
     schedule.record(planned, now, nullptr);
@@ -220,31 +246,38 @@ void ProberDaemon::run_probe(const PlannedProbe& planned, ProbeSchedule& schedul
     logger_->warning(
         "probe failed",
         {{"peer", peer.name}, {"kind", probe_kind_name(planned.kind)}, {"error", e.what()}});
+    return;
   }
+  const Clock::time_point now = Clock::now();
+  schedule.record(planned, now, &*result);
+  const api::LinkMeasurement& m = result->measurement;
+  if (full) {
+    book.record_full(peer.name, m, now);
+  } else {
+    book.record_check(peer.name, now);
+  }
+  logger_->log(full ? kube::LogLevel::kInfo : kube::LogLevel::kDebug, "probed",
+               {{"peer", peer.name},
+                {"kind", probe_kind_name(planned.kind)},
+                {"rtt_p50_ms", m.rtt_p50_ms},
+                {"rtt_p90_ms", m.rtt_p90_ms},
+                {"small_gbps", m.small_gbps},
+                {"bulk_gbps", m.bulk_gbps},
+                {"bytes", result->bytes_sent}});
 }
 
 void ProberDaemon::log_aged_out(const api::NodeLinks& links) {
-  std::set<std::string> listed;
-  std::set<std::string> aggregated_sites;  // "" for this cluster's "*"
+  std::set<std::string> listed, aggregates;
   for (const auto& [name, measurement] : links.peers) {
-    if (name == "*") {
-      aggregated_sites.insert("");
-    } else if (name.size() > 2 && name.ends_with("/*")) {
-      aggregated_sites.insert(name.substr(0, name.size() - 2));
-    } else {
-      listed.insert(name);
-    }
+    (api::is_aggregate(name) ? aggregates : listed).insert(name);
   }
   for (const std::string& name : listed_) {
     if (listed.count(name) != 0 || peers_.count(name) == 0) continue;  // listed, or left
-    const auto slash = name.find('/');
-    const std::string site = slash == std::string::npos ? "" : name.substr(0, slash);
     // Beyond max_listed_peers a peer may have moved into its site's aggregate.
-    if (aggregated_sites.count(site) == 0) {
-      logger_->warning("peer aged out", {{"peer", name},
-                                         {"peer_ttl_s", options_.book.peer_ttl.count()},
-                                         {"max_failures", options_.book.max_failures}});
-    }
+    if (aggregates.count(api::site_aggregate(name)) != 0) continue;
+    logger_->warning("peer aged out", {{"peer", name},
+                                       {"peer_ttl_s", options_.book.peer_ttl.count()},
+                                       {"max_failures", options_.book.max_failures}});
   }
   listed_ = std::move(listed);
 }

@@ -7,7 +7,8 @@
 //  - measures them one at a time, as the ProbeSchedule plans (full probes and round-trip
 //    checks, within the budget), the sends to a peer shaped by the longest matching
 //    --emulate-link prefix;
-//  - keeps what it measured in a LinkBook (peers that stop answering age out) and patches its
+//  - keeps what it measured in a LinkBook (peers that stop answering age out; at start, what its
+//    Node's annotation still holds of a previous run, when younger than peer_ttl) and patches its
 //    own Node's links annotation when the change is material; a failed patch is logged and
 //    retried with back-off, never fatal.
 // Threads: the caller's (the loop, which runs the probes), the probe server's, one per informer.
@@ -86,6 +87,10 @@ class ProberDaemon {
   void refresh_peers(const kube::SharedInformer& pods, const kube::SharedInformer& config_maps,
                      ProbeSchedule& schedule, LinkBook& book);
   void read_peers_config_map(const kube::SharedInformer& config_maps);
+  // A restarted prober starts from what its Node's annotation says (a restart must not drop
+  // the peers it has not measured again yet): each named peer still in the directory, measured
+  // less than peer_ttl ago, is taken as measured then.
+  void resume_published(LinkBook& book);
   void run_probe(const PlannedProbe& planned, ProbeSchedule& schedule, LinkBook& book);
   void publish_if_due(const LinkBook& book);
   void log_aged_out(const api::NodeLinks& links);

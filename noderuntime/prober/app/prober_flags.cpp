@@ -204,7 +204,7 @@ bool parse_prober_flags(int argc, char** argv, ProberFlags& f, EnvironmentLookup
           "in this cluster, and the other clusters' probers the operator lists in a ConfigMap. "
           "Runs as a DaemonSet, one pod per GPU node. It serves the probes of its peers on "
           "--listen (HMAC-authenticated by the shared secret). RBAC: get/list/watch pods and "
-          "configmaps in its namespace, patch nodes (its own only). See docs/prober.md.",
+          "configmaps in its namespace, get and patch nodes (its own only). See docs/prober.md.",
       "tessel-prober"};
   app.option_defaults()->always_capture_default();
   app.add_option("--kubeconfig", f.kubeconfig,
