@@ -247,8 +247,8 @@ bool parse_prober_flags(int argc, char** argv, ProberFlags& f, EnvironmentLookup
                  "annotation (at least twice --check-interval, at most " +
                      seconds_text(kMaxPeerTtl) + ")");
   app.add_option("--max-listed-peers", f.max_listed_peers,
-                 "Peers listed by name in the annotation; beyond, they are aggregated by site "
-                 "(\"*\": this cluster, \"<cluster>/*\") (1.." +
+                 "Entries of the annotation, site aggregates included: the peers beyond are "
+                 "aggregated by site (\"*\": this cluster's, \"<cluster>/*\": another's) (1.." +
                      std::to_string(kMaxListedPeers) + ")");
   app.add_option("--emulate-link", emulate_links,
                  "PREFIX=GBPS/MS, repeatable: shape this prober's sends to peers whose name starts "
