@@ -95,6 +95,25 @@ std::string aggregates_note(int pairs, const std::set<std::string>& writers) {
 
 }  // namespace
 
+const char* link_source_name(LinkSource source) {
+  switch (source) {
+    case LinkSource::kMeasured:
+      return "measured";
+    case LinkSource::kAggregated:
+      return "aggregated";
+    case LinkSource::kEstimated:
+      return "estimated";
+  }
+  return "estimated";
+}
+
+LinkSource ClusterTopology::source(const std::string& site_a, const std::string& site_b) const {
+  const auto it = pair_sources.find(std::minmax(site_a, site_b));
+  if (it == pair_sources.end())
+    throw std::out_of_range("no node pair " + site_a + " - " + site_b + " in the topology");
+  return it->second;
+}
+
 ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
                                        const LinkEstimates& estimates,
                                        const LinkFreshness& freshness) {
@@ -217,14 +236,17 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
       const std::optional<placement::Link> ab = direction(i, j, aggregate),
                                            ba = direction(j, i, aggregate);
       placement::SitePair pair{t.sites[i].name, t.sites[j].name, {}};
+      LinkSource source = LinkSource::kEstimated;
       if (ab || ba) {
         pair.link = combine(ab, ba);
         ++out.measured_pairs;
         if (aggregate) ++out.aggregated_pairs;
+        source = aggregate ? LinkSource::kAggregated : LinkSource::kMeasured;
       } else {
         pair.link = estimate(nodes[i], nodes[j], estimates);
         ++out.estimated_pairs;
       }
+      out.pair_sources[std::minmax(pair.a, pair.b)] = source;
       t.site_pairs.push_back(pair);
     }
   }

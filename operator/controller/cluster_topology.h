@@ -14,7 +14,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "operator/controller/candidate_nodes.h"
@@ -56,6 +58,10 @@ struct DevicePlace {
   int gpu = 0;
 };
 
+// Where the link of a node pair came from.
+enum class LinkSource { kMeasured, kAggregated, kEstimated };
+const char* link_source_name(LinkSource source);  // "measured", "aggregated", "estimated"
+
 struct ClusterTopology {
   placement::Topology topology;     // finalized
   std::vector<DevicePlace> places;  // by device id
@@ -68,6 +74,12 @@ struct ClusterTopology {
   // ... (its links are estimated)", "member-b/gpu-9: unknown GPU product 'X' (taken as V100)";
   // last, when aggregated_pairs > 0, one note saying how many pairs rest on aggregates and whose.
   std::vector<std::string> notes;
+  // Per pair of distinct nodes, by their site names ("<cluster>/<node>") in name order.
+  std::map<std::pair<std::string, std::string>, LinkSource> pair_sources;
+
+  // The source of the link between two distinct nodes (either order); throws
+  // std::out_of_range for a pair of unknown or equal sites.
+  LinkSource source(const std::string& site_a, const std::string& site_b) const;
 };
 
 // Nodes of every member, each with free GPUs (candidate_nodes). Throws

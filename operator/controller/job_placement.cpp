@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 
+#include "operator/controller/placement_links.h"
 #include "placement/full_cost.h"
 #include "placement/layer_split.h"
 #include "placement/paper_cost.h"
@@ -129,14 +130,19 @@ nlohmann::json placement_status(const JobPlacement& placed, const api::TrainingJ
                       {"layers", p.layer_split.at(static_cast<size_t>(s))},
                       {"replicas", std::move(replicas)}});
   }
-  return {{"generation", job.generation},
-          {"clusters", cluster_list},
-          {"predictedIterationSeconds", std::max(0.0, p.predicted_iteration_s)},
-          {"cost",
-           {{"totalSeconds", std::max(0.0, p.cost.total_s)},
-            {"dataParallelSeconds", std::max(0.0, p.cost.data_parallel_s)},
-            {"pipelineSeconds", std::max(0.0, p.cost.pipeline_s)}}},
-          {"stages", std::move(stages)}};
+  auto [links, omitted] =
+      placement_links(placed, job.spec.parallelism.stages, job.spec.parallelism.replicas);
+  nlohmann::json status = {{"generation", job.generation},
+                           {"clusters", cluster_list},
+                           {"predictedIterationSeconds", std::max(0.0, p.predicted_iteration_s)},
+                           {"cost",
+                            {{"totalSeconds", std::max(0.0, p.cost.total_s)},
+                             {"dataParallelSeconds", std::max(0.0, p.cost.data_parallel_s)},
+                             {"pipelineSeconds", std::max(0.0, p.cost.pipeline_s)}}},
+                           {"stages", std::move(stages)},
+                           {"links", std::move(links)}};
+  if (omitted > 0) status["linksOmitted"] = omitted;
+  return status;
 }
 
 std::vector<TaskletPlace> tasklets_from_status(const nlohmann::json& status_placement,

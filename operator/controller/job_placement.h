@@ -48,8 +48,9 @@ JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& 
                        const std::atomic<bool>* cancel = nullptr);
 
 // status.placement of the TrainingJob (crds/tessel.dev_trainingjobs.yaml): the generation it
-// was made for, the clusters, the predicted iteration, the cost breakdown, and per stage its
-// layers and where each replica runs.
+// was made for, the clusters, the predicted iteration, the cost breakdown, per stage its
+// layers and where each replica runs, and the links between nodes it rests on
+// (placement_links.h).
 nlohmann::json placement_status(const JobPlacement& placed, const api::TrainingJob& job);
 
 // The tasklets of a status.placement written by placement_status (what an operator that
