@@ -86,7 +86,7 @@ void FederationE2e::SetUp() {
     members.push_back({federation_->member_name(i), federation_->member_region(i),
                        federation_->member(i).client(), kNodesPerMember, kGpusPerNode});
   fleet_ = std::make_unique<GpuFleet>(std::move(members), federation_->run_id(), work_dir_,
-                                      TESSEL_STAGE_BINARY);
+                                      fleet_options());
   fleet_->start();
   federation_->register_members();
 }

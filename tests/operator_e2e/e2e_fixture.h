@@ -52,6 +52,10 @@ class FederationE2e : public ::testing::Test {
   void SetUp() override;
   void TearDown() override;
 
+  // What SetUp gives the fleet: stage containers run tessel-stage; links are written by the
+  // fleet (a fixture that runs real probers writes none).
+  virtual FleetOptions fleet_options() const { return {.stage_binary = TESSEL_STAGE_BINARY}; }
+
   // `kubectl <args>` against the hub, in the run's namespace.
   ProcessResult kubectl(const std::vector<std::string>& args);
   // The same, failing the test (with kubectl's output) unless it exits 0; returns stdout.

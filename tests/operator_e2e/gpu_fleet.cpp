@@ -35,7 +35,7 @@ std::shared_ptr<const kube::Logger> file_logger(const std::string& path) {
 }  // namespace
 
 GpuFleet::GpuFleet(std::vector<FleetMember> members, const std::string& run_id,
-                   const std::string& work_dir, const std::string& stage_binary)
+                   const std::string& work_dir, const FleetOptions& fleet_options)
     : members_(std::move(members)) {
   for (size_t m = 0; m < members_.size(); ++m)
     for (int k = 0; k < members_[m].nodes; ++k)
@@ -44,6 +44,10 @@ GpuFleet::GpuFleet(std::vector<FleetMember> members, const std::string& run_id,
   const std::string at = rfc3339_now();
   for (const GpuNode& node : nodes_) {
     api::NodeLinks links;
+    if (!fleet_options.write_links) {
+      links_.push_back(std::move(links));
+      continue;
+    }
     for (const GpuNode& peer : nodes_) {
       if (peer.name == node.name) continue;
       if (peer.member == node.member)
@@ -61,7 +65,9 @@ GpuFleet::GpuFleet(std::vector<FleetMember> members, const std::string& run_id,
     options.work_dir = work_dir + "/" + member.cluster;
     std::filesystem::create_directories(options.work_dir);
     options.logger = file_logger(options.work_dir + "/kubelet.log");
-    options.image_entrypoints["tessel/stage"] = stage_binary;
+    options.image_entrypoints["tessel/stage"] = fleet_options.stage_binary;
+    for (const auto& [image, binary] : fleet_options.more_images)
+      options.image_entrypoints[image] = binary;
     options.restart_backoff_initial = std::chrono::milliseconds(500);
     options.restart_backoff_cap = std::chrono::milliseconds(2000);
     for (size_t n = 0; n < nodes_.size(); ++n) {
@@ -75,7 +81,8 @@ GpuFleet::GpuFleet(std::vector<FleetMember> members, const std::string& run_id,
                      {"topology.kubernetes.io/region", member.region},
                      {"topology.kubernetes.io/zone", member.region + "a"},
                      {kRunLabel, run_id}};
-      node.annotations = {{api::kLinksAnnotation, api::format_node_links(links_[n])}};
+      if (fleet_options.write_links)
+        node.annotations = {{api::kLinksAnnotation, api::format_node_links(links_[n])}};
       options.nodes.push_back(std::move(node));
     }
     kubelets_.push_back(std::make_unique<ProcessKubelet>(member.client, std::move(options)));

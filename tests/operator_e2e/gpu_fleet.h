@@ -7,6 +7,7 @@
 // (spec.placement.gpuSelector) on a real cluster that has others.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,16 @@ inline constexpr double kFastLinkGbps = 100;
 inline constexpr double kSlowLinkRttMs = 40;
 inline constexpr double kSlowLinkGbps = 0.5;
 
+// What a fleet is given beyond its members.
+struct FleetOptions {
+  std::string stage_binary;  // what stage containers (image tessel/stage, any tag) run
+  // Write the prober's annotation (the topology above) on every node; off when real probers run
+  // on the nodes and write their own.
+  bool write_links = true;
+  // More images the kubelets run, image (any tag) -> executable (e.g. tessel/prober).
+  std::map<std::string, std::string> more_images;
+};
+
 struct FleetMember {
   std::string cluster;  // the MemberCluster's name: how other clusters' nodes name its nodes
   std::string region;   // topology.kubernetes.io/region of its nodes; zone is "<region>a"
@@ -43,11 +54,11 @@ struct GpuNode {
 
 class GpuFleet {
  public:
-  // Builds the nodes (names, labels, link annotations to every other node of the fleet) and a
-  // kubelet per member, whose container logs go to <work_dir>/<cluster>; stage containers (image
-  // tessel/stage, any tag) run stage_binary. Nothing is registered until start().
+  // Builds the nodes (names, labels, link annotations to every other node of the fleet unless
+  // options.write_links is off) and a kubelet per member, whose container logs go to
+  // <work_dir>/<cluster>. Nothing is registered until start().
   GpuFleet(std::vector<FleetMember> members, const std::string& run_id, const std::string& work_dir,
-           const std::string& stage_binary);
+           const FleetOptions& options);
   // stop(), then deletes the nodes it registered (best effort: a real cluster keeps no
   // leftovers).
   ~GpuFleet();
@@ -61,7 +72,8 @@ class GpuFleet {
   int total_gpus() const;
   ProcessKubelet& kubelet(int member) { return *kubelets_.at(member); }
 
-  // The annotation the fleet writes on `node` (what the prober would have measured there).
+  // The annotation the fleet writes on `node` (what the prober would have measured there; empty
+  // when options.write_links is off).
   const api::NodeLinks& links_of(const std::string& node) const;
 
  private:

@@ -260,6 +260,7 @@ TEST(E2eOperatorProcess, TheCommandLineCarriesEveryFlagOfThePlan) {
         "--https-address=127.0.0.1:8443", "--tls-cert-file=", "--tls-key-file=", "--tls-ca-file=",
         "--stage-service-address=127.0.0.1:9443", "--stage-service-advertise=127.0.0.1:9443",
         "--data-root=", "--status-interval=1", "--watch-namespace=tessel-test-x",
+        "--prober-namespace=tessel-test-x",
         "--member-selector=e2e.tessel.dev/run=x"})
     EXPECT_NE(joined.find(flag), std::string::npos) << flag << " in " << joined;
 }

@@ -80,6 +80,7 @@ std::vector<std::string> operator_command_line(const OperatorSettings& s, int ht
       "--kubeconfig=" + s.hub_kubeconfig,
       "--namespace=" + s.namespace_,
       "--watch-namespace=" + s.namespace_,
+      "--prober-namespace=" + s.namespace_,
       "--hub-id=" + s.hub_id,
       "--leader-elect=true",
       "--identity=" + s.identity,

@@ -27,6 +27,7 @@ struct OperatorSettings {
   std::string hub_id = "hub";  // --hub-id
   // --watch-namespace is namespace_ (the run's jobs only); --member-selector this, when set
   // (the run's MemberClusters only): runs sharing a real hub do not take each other's work.
+  // --prober-namespace is namespace_ too: the run's probers, in its namespace of each member.
   std::string member_selector;
   std::string identity;            // --identity (leader election)
   std::string tls_cert_file;       // --tls-cert-file (SANs 127.0.0.1, localhost)
