@@ -19,7 +19,9 @@
 // full probe first, with first_probe_max_bytes; its checks start after it. A failed probe backs
 // the peer off: check_interval, doubling with each consecutive failure, at most
 // refresh_interval. A link whose measured budget cannot cover one full probe (below about
-// 1.4 Mbit/s with the default options) keeps its checks and gets no more full probes.
+// 1.5 Mbit/s with the default options) keeps its checks but gets no more full probes (its
+// measurement goes stale, and the operator estimates it); one whose budget cannot cover a check
+// (below about 1 kbit/s) is not probed at all.
 //
 // Time is the caller's (SteadyClock time points passed in): the schedule never reads a clock
 // and never sleeps, so it is tested over a simulated day.
