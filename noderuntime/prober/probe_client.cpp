@@ -120,6 +120,9 @@ ProbeResult run_session(const ProbePeer& peer, const ProbeOptions& options, Meas
     // The channel's errors already start with the peer; the others do not.
     const std::string what = e.what();
     const std::string detail = what.starts_with(who) ? what.substr(who.size() + 2) : what;
+    if (dynamic_cast<const ProbeBusy*>(&e) != nullptr) {
+      throw ProbeBusy(who + ": " + phase + ": " + detail);
+    }
     throw ProbeError(who + ": " + phase + ": " + detail);
   } catch (const transport::TransportError& e) {
     throw ProbeError(who + ": " + phase + ": " + e.what());
@@ -143,9 +146,12 @@ void check_probe_options(const ProbeOptions& options) {
     throw ProbeError(option_error("self_name", "'" + options.self_name + "'",
                                   "must be 1 to " + std::to_string(kMaxPeerNameBytes) + " bytes"));
   }
-  if (options.round_trips < 1 || options.round_trips > kMaxRoundTrips) {
-    throw ProbeError(option_error("round_trips", std::to_string(options.round_trips),
-                                  "must be 1 to " + std::to_string(kMaxRoundTrips)));
+  for (const auto& [field, count] : {std::pair{"round_trips", options.round_trips},
+                                     std::pair{"check_round_trips", options.check_round_trips}}) {
+    if (count < 1 || count > kMaxRoundTrips) {
+      throw ProbeError(option_error(field, std::to_string(count),
+                                    "must be 1 to " + std::to_string(kMaxRoundTrips)));
+    }
   }
   if (options.small_messages < 1 || options.small_messages > kMaxSmallMessages) {
     throw ProbeError(option_error("small_messages", std::to_string(options.small_messages),
@@ -196,7 +202,7 @@ ProbeResult measure_peer(const ProbePeer& peer, const ProbeOptions& options) {
 
 uint64_t round_trip_probe_bytes(const ProbeOptions& options) {
   const uint64_t pings =
-      static_cast<uint64_t>(options.round_trips) * (kFrameHeaderBytes + kPingPayloadBytes);
+      static_cast<uint64_t>(options.check_round_trips) * (kFrameHeaderBytes + kPingPayloadBytes);
   return handshake_bytes() + pings + kFrameHeaderBytes;  // the bye
 }
 
@@ -205,7 +211,7 @@ ProbeResult measure_round_trips(const ProbePeer& peer, const ProbeOptions& optio
     api::LinkMeasurement measurement;
     phase = "round-trip time";
     std::tie(measurement.rtt_p50_ms, measurement.rtt_p90_ms) =
-        measure_rtt(channel, options.round_trips);
+        measure_rtt(channel, options.check_round_trips);
     return measurement;
   });
 }

@@ -36,6 +36,9 @@ struct ProbeOptions {
   std::string secret;
   std::string self_name;  // how this prober introduces itself
   int round_trips = 200;
+  // A check's pings: enough for a median that shows a drift, few enough that checking every
+  // peer every minute costs the node little time (20 x 40 ms = 0.8 s a check).
+  int check_round_trips = 20;
   size_t small_message_bytes = 64 * 1024;
   int small_messages = 32;
   size_t bulk_message_bytes = 4 * 1024 * 1024;
@@ -61,13 +64,14 @@ struct ProbeResult {
 };
 
 // Measures the link to `peer`. Throws ProbeError
-// "prober peer <name> (<host>:<port>): <phase>: <why>".
+// "prober peer <name> (<host>:<port>): <phase>: <why>"; ProbeBusy (same form) when the peer's
+// prober is serving another peer's probe.
 ProbeResult measure_peer(const ProbePeer& peer, const ProbeOptions& options);
 
-// What one round-trip check sends at most: the handshake, `round_trips` pings and the bye.
+// What one round-trip check sends at most: the handshake, `check_round_trips` pings and the bye.
 uint64_t round_trip_probe_bytes(const ProbeOptions& options);
 
-// A check of the link to `peer`: one authenticated session of `round_trips` pings only (a few
+// A check of the link to `peer`: one authenticated session of `check_round_trips` pings only (a few
 // KiB). The measurement has the RTT fields and measured_at; its Gbit/s fields are 0. Throws
 // ProbeError as measure_peer does.
 ProbeResult measure_round_trips(const ProbePeer& peer, const ProbeOptions& options);

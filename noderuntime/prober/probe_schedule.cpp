@@ -121,7 +121,8 @@ std::pair<SteadyClock::time_point, uint64_t> ProbeSchedule::budget_time(
 
 std::optional<ProbeSchedule::Plan> ProbeSchedule::plan_for(const std::string& name,
                                                            const Peer& peer) const {
-  const SteadyClock::time_point earliest = std::max(latest_, peer.not_before);
+  // Not clamped to latest_ here: next() orders the overdue by when they were due.
+  const SteadyClock::time_point earliest = peer.not_before;
   if (!peer.bulk_gbps) {  // rate unknown: a first full probe, nothing else
     return Plan{
         std::max(earliest, peer.full_due),
@@ -156,7 +157,13 @@ std::optional<std::pair<SteadyClock::time_point, PlannedProbe>> ProbeSchedule::n
     }
   }
   if (!best) return std::nullopt;
-  return std::pair{best->at, std::move(best->probe)};
+  return std::pair{std::max(best->at, latest_), std::move(best->probe)};
+}
+
+void ProbeSchedule::postpone(const std::string& peer, SteadyClock::time_point until) {
+  const auto found = peers_.find(peer);
+  if (found == peers_.end()) return;
+  found->second.not_before = std::max(found->second.not_before, until);
 }
 
 void ProbeSchedule::record(const PlannedProbe& probe, SteadyClock::time_point now,

@@ -99,9 +99,14 @@ class ProbeSchedule {
   void set_peers(const std::vector<std::string>& peers, SteadyClock::time_point now);
 
   // The next probe (one at a time per node) and when it is due (never before the latest time
-  // passed to set_peers or record); nullopt without peers. The same until record() or
-  // set_peers() is called.
+  // passed to set_peers, record or postpone); nullopt without peers. The same until one of those
+  // is called. When several are overdue (probes that took longer than the intervals), the one
+  // due first goes first, so that no peer waits behind others that keep coming due.
   std::optional<std::pair<SteadyClock::time_point, PlannedProbe>> next() const;
+
+  // No probe of `peer` before `until` (a busy peer: neither a failure nor bytes sent). Ignored
+  // for a peer not listed.
+  void postpone(const std::string& peer, SteadyClock::time_point until);
 
   // After the probe ran (now: when it ended): `result` (nullptr when it failed) updates the
   // peer's rate, drift, budget window and back-off. A probe of a peer no longer listed is

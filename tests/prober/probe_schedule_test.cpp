@@ -51,7 +51,9 @@ struct FakeRun {
 
 FakeRun fake_measure(const PlannedProbe& probe, const FakeLink& link, const ProbeOptions& options) {
   const double bytes_per_s = link.gbps * 1e9 / 8;
-  const double rtts = options.round_trips * link.rtt_ms / 1e3;
+  const int pings =
+      probe.kind == ProbeKind::kCheck ? options.check_round_trips : options.round_trips;
+  const double rtts = pings * link.rtt_ms / 1e3;
   FakeRun run;
   run.result.measurement = {link.rtt_ms, link.rtt_ms * 1.2, 0, 0, "2026-11-26T00:00:00Z"};
   if (probe.kind == ProbeKind::kCheck) {
@@ -239,6 +241,62 @@ TEST(ProbeSchedule, OneProbeAtATimeAndNewPeersInASeededRandomOrder) {
   }
   EXPECT_GE(orders.size(), 6u) << "the order depends on the seed";
   EXPECT_FALSE(orders.size() == 1 && *orders.begin() == peers) << "not in name order";
+}
+
+TEST(ProbeSchedule, PeersOverdueBehindLongProbesTakeTurnsNoneStarves) {
+  // Checks every second, but a check of a 100 ms link takes 2 s and a full probe over 20 s: the
+  // node is always behind, and every peer is overdue whenever it is looked at. The one due first
+  // must go first, or the peers that keep coming due starve the others.
+  const ProbeOptions options = probe_options();
+  ScheduleOptions schedule = schedule_options();
+  schedule.check_interval = 1s;
+  schedule.min_full_interval = 1s;
+  schedule.refresh_interval = 60s;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    schedule.seed = seed;
+    ProbeSchedule s(schedule, options);
+    std::map<std::string, FakeLink> links = {{"gpu-a", {1, 100}},
+                                             {"gpu-b", {1, 100}},
+                                             {"member-b/gpu-c", {0.2, 100}},
+                                             {"member-b/gpu-d", {0.2, 100}}};
+    s.set_peers({"gpu-a", "gpu-b", "member-b/gpu-c", "member-b/gpu-d"}, kStart);
+    const std::vector<Event> events = simulate(s, links, options, kStart, kStart + 30min);
+    size_t fewest = events.size(), most = 0;
+    for (const auto& [peer, link] : links) {
+      const std::vector<Event> mine = of_peer(events, peer);
+      ASSERT_FALSE(mine.empty()) << peer << " never probed (seed " << seed << ")";
+      EXPECT_FALSE(of_peer(events, peer, ProbeKind::kFull).empty()) << peer;
+      fewest = std::min(fewest, mine.size());
+      most = std::max(most, mine.size());
+      // Between two probes of a peer, at most one probe of each other peer (and a little slack
+      // for the full probes that cut in).
+      for (size_t i = 1; i < mine.size(); ++i) {
+        const auto between = std::count_if(events.begin(), events.end(), [&](const Event& e) {
+          return e.start > mine[i - 1].start && e.start < mine[i].start;
+        });
+        EXPECT_LE(between, 2 * static_cast<long>(links.size())) << peer << " waited";
+      }
+    }
+    EXPECT_GE(2 * fewest, most) << "seed " << seed << ": unfair turns";
+  }
+}
+
+TEST(ProbeSchedule, APostponedPeerWaitsWithoutAFailureOrBytes) {
+  const ProbeOptions options = probe_options();
+  ProbeSchedule s(schedule_options(), options);
+  s.set_peers({"gpu-a"}, kStart);
+  const auto first = s.next();
+  ASSERT_TRUE(first);
+  s.postpone("gpu-a", kStart + 2s);
+  const auto later = s.next();
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->first, kStart + 2s);
+  EXPECT_EQ(later->second, first->second);  // the same probe, not a back-off or a smaller one
+  EXPECT_EQ(s.bytes_last_hour("gpu-a", kStart + 2s), 0u);
+  s.postpone("gpu-a", kStart + 1s);  // never earlier than already set
+  EXPECT_EQ(s.next()->first, kStart + 2s);
+  s.postpone("gpu-unknown", kStart + 1h);  // ignored
+  EXPECT_EQ(s.next()->first, kStart + 2s);
 }
 
 TEST(ProbeSchedule, ADriftBeyondTheThresholdProbesAtOnce) {

@@ -30,7 +30,7 @@ ProbeOptions check_options() {
   ProbeOptions options;
   options.secret = kSecret;
   options.self_name = "gpu-node-1";
-  options.round_trips = 40;
+  options.check_round_trips = 40;
   return options;
 }
 
@@ -57,7 +57,7 @@ TEST(ProbeRoundTrips, PingsOnlyInOneSession) {
   EXPECT_EQ(m.measured_at.size(), 20u);
   // The pings (header + 8 bytes each) and the handshake, at most round_trip_probe_bytes (the
   // hello's name is short here).
-  const uint64_t pings = options.round_trips * (kFrameHeaderBytes + kPingPayloadBytes);
+  const uint64_t pings = options.check_round_trips * (kFrameHeaderBytes + kPingPayloadBytes);
   EXPECT_GT(result.bytes_sent, pings);
   EXPECT_LE(result.bytes_sent, round_trip_probe_bytes(options));
   EXPECT_LT(round_trip_probe_bytes(options), 8 * 1024u);
@@ -73,7 +73,7 @@ TEST(ProbeRoundTrips, PingsOnlyInOneSession) {
 TEST(ProbeRoundTrips, EmulatedLatencyIsMeasured) {
   auto server = start_server();
   ProbeOptions options = check_options();
-  options.round_trips = 10;
+  options.check_round_trips = 10;
   options.emulated_link.latency_s = 0.005;  // each ping is delayed 5 ms on its way out
   const ProbeResult result =
       measure_round_trips({"gpu-node-2", "127.0.0.1", server->port()}, options);
