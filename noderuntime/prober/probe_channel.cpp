@@ -157,7 +157,7 @@ FrameType ProbeChannel::receive(std::vector<std::byte>& payload) {
       const auto c = static_cast<char>(b);
       reason += (c >= ' ' && c <= '~') ? c : '?';  // never echo control bytes into logs
     }
-    throw ProbeError(peer_ + ": refused: " + reason);
+    throw ProbeRefused(peer_ + ": refused: " + reason, reason);
   }
   return header.type;
 }

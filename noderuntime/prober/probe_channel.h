@@ -64,8 +64,8 @@ class ProbeChannel {
 
   // Throw ProbeError "<peer>: <what>" on any socket failure or timeout.
   void send(FrameType type, std::span<const std::byte> payload = {});
-  // The next frame; its payload replaces `payload`'s contents. A refused frame throws with the
-  // peer's reason.
+  // The next frame; its payload replaces `payload`'s contents. A refused frame throws
+  // ProbeRefused with the peer's reason.
   FrameType receive(std::vector<std::byte>& payload);
   // receive(), and throws ProbeError unless the frame is `expected` with a payload of exactly
   // `length` bytes (when given).

@@ -40,7 +40,12 @@ void authenticate_to_server(ProbeChannel& channel, const std::string& secret,
   channel.send(FrameType::kHello, hello);
 
   std::vector<std::byte> payload;
-  channel.receive_expected(FrameType::kChallenge, payload, kNonceBytes + kMacBytes);
+  try {
+    channel.receive_expected(FrameType::kChallenge, payload, kNonceBytes + kMacBytes);
+  } catch (const ProbeRefused& e) {
+    if (e.reason() == kBusyRefusal) throw ProbeBusy(channel.peer() + ": " + e.reason());
+    throw;
+  }
   const Nonce server_nonce = take<kNonceBytes>(payload);
   const Mac server_proof = take<kMacBytes>(std::span(payload).subspan(kNonceBytes));
   if (!proofs_equal(server_proof,

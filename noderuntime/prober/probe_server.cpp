@@ -2,7 +2,13 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <span>
 
 #include "noderuntime/prober/probe_auth.h"
 #include "noderuntime/prober/probe_error.h"
@@ -80,18 +86,26 @@ ProbeServer::ProbeServer(transport::TcpListener listener, ProbeServerOptions opt
                          ErrorHandler on_error)
     : listener_(std::move(listener)), options_(std::move(options)), on_error_(std::move(on_error)) {
   check_probe_server_options(options_);
-  thread_ = std::thread([this] { run(); });
+  session_thread_ = std::thread([this] { session_loop(); });
+  try {
+    accept_thread_ = std::thread([this] { accept_loop(); });
+  } catch (...) {
+    stop();
+    throw;
+  }
 }
 
 ProbeServer::~ProbeServer() { stop(); }
 
 void ProbeServer::stop() {
-  stop_ = true;
   {
     std::lock_guard lock(mu_);
+    stop_ = true;
     if (active_fd_ >= 0) ::shutdown(active_fd_, SHUT_RDWR);
   }
-  if (thread_.joinable()) thread_.join();
+  session_cv_.notify_all();
+  if (accept_thread_.joinable()) accept_thread_.join();
+  if (session_thread_.joinable()) session_thread_.join();
 }
 
 std::vector<std::string> ProbeServer::recent_errors() const {
@@ -108,35 +122,87 @@ void ProbeServer::record_error(const std::string& error) {
   if (on_error_) on_error_(error);
 }
 
-void ProbeServer::run() {
+void ProbeServer::accept_loop() {
   while (!stop_.load()) {
     // A short accept wait, so that stop() is noticed promptly.
     transport::UniqueFd fd = transport::accept_until(
         listener_, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
     if (!fd.valid()) continue;
-    const std::string peer = "prober client " + remote_address(fd.get());
-    try {
-      transport::set_tcp_nodelay(fd.get());
-    } catch (const std::exception& e) {
-      record_error(peer + ": " + e.what());
-      continue;
-    }
     {
       std::lock_guard lock(mu_);
       if (stop_.load()) return;
+      if (!session_taken_) {
+        session_taken_ = true;
+        pending_ = std::move(fd);
+        session_cv_.notify_one();
+        continue;
+      }
+    }
+    refuse_busy(std::move(fd));
+  }
+}
+
+void ProbeServer::refuse_busy(transport::UniqueFd fd) {
+  ++busy_refusals_;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::min(options_.io_timeout, kBusyLingerLimit);
+  const std::string peer = "prober client " + remote_address(fd.get());
+  try {
+    transport::set_tcp_nodelay(fd.get());
+    ProbeChannel channel(std::move(fd), peer, options_.io_timeout);
+    channel.send(FrameType::kRefused,
+                 std::as_bytes(std::span(kBusyRefusal.data(), kBusyRefusal.size())));
+    ::shutdown(channel.fd(), SHUT_WR);
+    // Closing with the client's hello unread would reset the connection, and a reset can
+    // overtake the refusal: wait for the client to close (it does once it has read it).
+    std::array<char, 4096> scratch;
+    while (!stop_.load() && std::chrono::steady_clock::now() < deadline) {
+      pollfd readable{channel.fd(), POLLIN, 0};
+      const int ready = ::poll(&readable, 1, std::min(100, transport::poll_timeout_ms(deadline)));
+      if (ready < 0 && errno != EINTR) return;
+      if (ready <= 0) continue;
+      const ssize_t got = ::recv(channel.fd(), scratch.data(), scratch.size(), 0);
+      if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) return;
+    }
+  } catch (const std::exception&) {
+    // The client left before the refusal reached it: nobody to tell, nothing of the server's.
+  }
+}
+
+void ProbeServer::session_loop() {
+  while (true) {
+    transport::UniqueFd fd;
+    {
+      std::unique_lock lock(mu_);
+      session_cv_.wait(lock, [this] { return stop_.load() || pending_.valid(); });
+      if (stop_.load()) return;
+      fd = std::move(pending_);
       active_fd_ = fd.get();
     }
-    ProbeChannel channel(std::move(fd), peer, options_.io_timeout);
-    try {
-      serve_probe_session(channel, options_, stop_);
-      ++completed_;
-    } catch (const std::exception& e) {
-      if (!stop_.load()) record_error(e.what());
-    }
-    // Forget the descriptor before the channel closes it, so stop() never shuts down a reused one.
+    const bool completed = serve(std::move(fd));
     std::lock_guard lock(mu_);
-    active_fd_ = -1;
+    session_taken_ = false;
+    if (completed) ++completed_;
   }
+}
+
+bool ProbeServer::serve(transport::UniqueFd fd) {
+  const std::string peer = "prober client " + remote_address(fd.get());
+  ProbeChannel channel(std::move(fd), peer, options_.io_timeout);
+  bool completed = false;
+  try {
+    transport::set_tcp_nodelay(channel.fd());
+    serve_probe_session(channel, options_, stop_);
+    completed = true;
+  } catch (const ProbeError& e) {
+    if (!stop_.load()) record_error(e.what());
+  } catch (const std::exception& e) {
+    if (!stop_.load()) record_error(peer + ": " + e.what());
+  }
+  // Forget the descriptor before the channel closes it, so stop() never shuts down a reused one.
+  std::lock_guard lock(mu_);
+  active_fd_ = -1;
+  return completed;
 }
 
 }  // namespace tessel::prober

@@ -1,11 +1,16 @@
 // The listening side of the probe protocol: answers the probes of authenticated peers (echoes
-// pings, counts data and acknowledges it on a sync), one session at a time, in a thread of its
-// own. A session that fails (a stranger, a wrong secret, a hostile frame, a peer gone silent)
-// ends that connection only; its error is kept (the latest few) and passed to `on_error`.
+// pings, counts data and acknowledges it on a sync), one session at a time, so that two peers'
+// measurements never share this node's link. One thread accepts, another serves: a connection
+// that comes while a session is in progress is refused at once with kBusyRefusal (its client
+// throws ProbeBusy and tries again later) rather than left waiting in the backlog until its
+// I/O timeout. A session that fails (a stranger, a wrong secret, a hostile frame, a peer gone
+// silent) ends that connection only; its error is kept (the latest few) and passed to
+// `on_error`. A busy refusal is no error of the server's: it is only counted.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -38,6 +43,9 @@ class ProbeServer {
  public:
   using ErrorHandler = std::function<void(const std::string&)>;
   static constexpr size_t kKeptErrors = 16;
+  // How long a refused client is given to read the refusal and close (well-behaved ones take a
+  // round trip); the accepting thread waits that long at most (or io_timeout, if shorter).
+  static constexpr std::chrono::milliseconds kBusyLingerLimit{1000};
 
   // Serves on `listener` until stop() or destruction.
   ProbeServer(transport::TcpListener listener, ProbeServerOptions options,
@@ -52,11 +60,20 @@ class ProbeServer {
   // Stops accepting and cuts the session in progress (its peer sees the connection close).
   void stop();
 
+  // Sessions served to the client's bye, each counted once the server is free for the next.
   size_t sessions_completed() const { return completed_.load(); }
+  // Connections refused because a session was in progress.
+  size_t busy_refusals() const { return busy_refusals_.load(); }
   std::vector<std::string> recent_errors() const;
 
  private:
-  void run();
+  void accept_loop();
+  void session_loop();
+  // One session to its end; true when the client said bye.
+  bool serve(transport::UniqueFd fd);
+  // Sends the busy refusal, then reads (and drops) what the client sent until it closes, so
+  // that closing never resets a connection whose client has not read the refusal yet.
+  void refuse_busy(transport::UniqueFd fd);
   void record_error(const std::string& error);
 
   transport::TcpListener listener_;
@@ -64,10 +81,15 @@ class ProbeServer {
   ErrorHandler on_error_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> completed_{0};
+  std::atomic<size_t> busy_refusals_{0};
   mutable std::mutex mu_;
-  int active_fd_ = -1;  // the session in progress, shut down by stop()
+  std::condition_variable session_cv_;  // a connection handed to the session thread, or stop
+  transport::UniqueFd pending_;         // accepted, not yet taken by the session thread
+  bool session_taken_ = false;          // pending_ holds a connection or a session is in progress
+  int active_fd_ = -1;                  // the session in progress, shut down by stop()
   std::deque<std::string> errors_;
-  std::thread thread_;
+  std::thread session_thread_;
+  std::thread accept_thread_;
 };
 
 }  // namespace tessel::prober
