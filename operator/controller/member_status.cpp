@@ -78,6 +78,17 @@ MemberCounts count_member(const std::string& cluster, const std::vector<json>& n
     counts.pairs += static_cast<int>(here.size() - 1 + remote.size());
     std::set<std::string> measured;  // "<node>" for this member's nodes, else "<member>/<node>"
     for (const std::string& peer : measured_peers(*node)) {
+      if (api::is_aggregate(peer)) {  // the peers of a site not listed by name
+        const std::string site = peer == "*" ? "" : peer.substr(0, peer.size() - 1);
+        if (site.empty()) {
+          for (const std::string& local : here)
+            if (local != self) measured.insert(local);
+        } else {
+          for (const std::string& other : remote)
+            if (other.starts_with(site)) measured.insert(other);
+        }
+        continue;
+      }
       const std::string local =
           peer.starts_with(cluster + "/") ? peer.substr(cluster.size() + 1) : peer;
       if (local != self && here.count(local)) measured.insert(local);

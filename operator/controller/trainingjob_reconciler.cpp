@@ -586,10 +586,16 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
              "."},
         generation, now_text());
   } else {
-    set_condition(conditions,
-                  {"LinksMeasured", "True", "LinksMeasured",
-                   "Every node pair of the placement was measured by the prober."},
-                  generation, now_text());
+    set_condition(
+        conditions,
+        {"LinksMeasured", "True", "LinksMeasured",
+         placed.topology.aggregated_pairs == 0
+             ? "Every node pair of the placement was measured by the prober."
+             : "Every node pair of the placement was measured by the prober; " +
+                   std::to_string(placed.topology.aggregated_pairs) + " of the " +
+                   std::to_string(placed.topology.measured_pairs) +
+                   " rest on a node's site aggregate (" + join(placed.topology.notes, "; ") + ")."},
+        generation, now_text());
   }
   set_condition(conditions, {"Ready", "False", "PodsCreated", "The stage pods were created."},
                 generation, now_text());

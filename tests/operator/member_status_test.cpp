@@ -67,5 +67,20 @@ TEST(MemberStatus, ProbeCoverageCountsMeasuredPairsToEveryOtherGpuNode) {
   EXPECT_EQ(count_member("a", {}, {}, {}).probe_coverage(), "0/0");
 }
 
+TEST(MemberStatus, SiteAggregatesCoverTheSitesPeersNotListedByName) {
+  // Three GPU nodes here, three in member b, two in member c. gpu-1 names gpu-2 and b/gpu-4 and
+  // aggregates the rest of its own cluster ("*": gpu-3) and of b ("b/*": gpu-5, gpu-6); c is
+  // not measured. gpu-2 only aggregates c.
+  const std::vector<json> nodes = {
+      node("gpu-1", 8, true, false, links({"gpu-2", "b/gpu-4", "*", "b/*"})),
+      node("gpu-2", 8, true, false, links({"c/*"})),
+      node("gpu-3", 8),
+  };
+  const MemberCounts counts =
+      count_member("a", nodes, {}, {{"b", {"gpu-4", "gpu-5", "gpu-6"}}, {"c", {"gpu-7", "gpu-8"}}});
+  EXPECT_EQ(counts.pairs, 3 * (2 + 5));
+  EXPECT_EQ(counts.measured_pairs, (2 + 3) + 2);
+}
+
 }  // namespace
 }  // namespace tessel::controller

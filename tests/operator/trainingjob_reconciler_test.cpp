@@ -4,6 +4,8 @@
 // the kubelet (it writes the pods' phase and finishes their graceful deletion). Each case calls
 // reconcile(key) once the informers show what the API holds, and asserts on what the API holds
 // afterwards: the job's status, conditions and Events, and the objects in every member.
+#include <tuple>
+
 #include "tests/operator/trainingjob_reconciler_fixture.h"
 
 namespace tessel::controller::reconciler_test {
@@ -143,6 +145,35 @@ TEST_F(TrainingJobReconcilerTest, ARefusedLinksAnnotationOfAPlacedNodeIsAWarning
   EXPECT_EQ(warnings[0], "Node member-a/" + a1 + ": its " + api::kLinksAnnotation +
                              " annotation was refused and its links estimated: "
                              "metadata.annotations[net.tessel.dev/links]: is not a JSON object");
+}
+
+// 2c. Links measured through site aggregates only: LinksMeasured is True and says how many
+// pairs rest on aggregates, and whose.
+TEST_F(TrainingJobReconcilerTest, LinksFromSiteAggregatesAreMeasuredAndSaidSo) {
+  const std::string a1 = add_node(0, "a1", 2);
+  const std::string b1 = add_node(1, "b1", 2);
+  const std::string at = kube::format_rfc3339(std::chrono::system_clock::now());
+  for (const auto& [member, node, site] :
+       {std::tuple{0, a1, "member-b/*"}, std::tuple{1, b1, "member-a/*"}}) {
+    api::NodeLinks links;
+    links.peers[site] = {30.0, 35.0, 0.1, 0.5, at};
+    members_[member]->admin().patch(
+        core("nodes"), "", node, kube::PatchType::kMerge,
+        {{"metadata",
+          {{"annotations", {{api::kLinksAnnotation, api::format_node_links(links)}}}}}});
+  }
+  create_and_place(job_manifest("aggregated", 2, 2));
+  const json current = job("aggregated");
+  const json links = condition(current, "LinksMeasured");
+  EXPECT_EQ(links.value("status", ""), "True") << links.dump();
+  EXPECT_NE(links.value("message", "").find("1 of the 1 rest on a node's site aggregate"),
+            std::string::npos)
+      << links.dump();
+  const json listed = current["status"]["placement"]["links"];
+  ASSERT_EQ(listed.size(), 1u) << current["status"]["placement"].dump();
+  EXPECT_EQ(listed[0]["source"], "aggregated");
+  EXPECT_DOUBLE_EQ(listed[0]["gbps"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(listed[0]["rttMs"].get<double>(), 30.0);
 }
 
 // 3. GPUs just given to one job are not given to the next, even before the members' caches
