@@ -2,8 +2,9 @@
 // find each other through their pods (created as objects; the test plays the kubelet through
 // the status subresource), measure each other over loopback and annotate their Nodes. A stopped
 // prober ages out of the others' annotations; a peers ConfigMap adds a cross-cluster peer (a
-// ProbeServer of the test), and a broken one keeps the last good peers; a Node patch that fails
-// is retried; the tessel-prober binary does the same and stops cleanly on SIGTERM.
+// ProbeServer of the test), and a broken one keeps the last good peers; a busy peer is tried
+// again soon, never counted as a failure; a Node patch that fails is retried; the tessel-prober
+// binary does the same and stops cleanly on SIGTERM.
 #include "noderuntime/prober/app/prober_daemon.h"
 
 #include <gtest/gtest.h>
@@ -26,6 +27,8 @@
 #include "kube/log.h"
 #include "kube/object.h"
 #include "kube/resource.h"
+#include "noderuntime/prober/probe_channel.h"
+#include "noderuntime/prober/probe_handshake.h"
 #include "noderuntime/prober/probe_server.h"
 #include "noderuntime/transport/socket.h"
 #include "tests/kubectl/child_process.h"
@@ -185,9 +188,12 @@ class ProberDaemons : public ::testing::Test {
   }
 
   // A ProbeServer standing for another cluster's prober, listed in the peers ConfigMap.
-  std::unique_ptr<ProbeServer> start_cross_peer(const std::string& name) {
+  std::unique_ptr<ProbeServer> start_cross_peer(
+      const std::string& name,
+      std::chrono::milliseconds io_timeout = ProbeServerOptions{}.io_timeout) {
     ProbeServerOptions server_options;
     server_options.secret = kSecret;
+    server_options.io_timeout = io_timeout;
     auto server =
         std::make_unique<ProbeServer>(transport::TcpListener::bind("127.0.0.1", 0), server_options);
     api::ProberPeers peers;
@@ -354,6 +360,29 @@ TEST_F(ProberDaemons, ARestartedProberResumesWhatItsNodeStillHolds) {
     return names(node, {"member-b/x"}, {"member-b/old", "member-b/gone"});
   })) << logs_.tail();
   EXPECT_EQ(links_of(node)->peers.at("member-b/x"), before.peers.at("member-b/x"));
+}
+
+TEST_F(ProberDaemons, ABusyPeerIsTriedAgainSoonAndIsNoFailure) {
+  const std::string node = ns() + "-busy";
+  create_node(node);
+  // member-b/x serves another prober's session for as long as the test holds it.
+  const std::unique_ptr<ProbeServer> member_b = start_cross_peer("member-b/x", 600'000ms);
+  auto fd = transport::connect_until("127.0.0.1", member_b->port(),
+                                     std::chrono::steady_clock::now() + kTimeout);
+  transport::set_tcp_nodelay(fd.get());
+  ProbeChannel holder(std::move(fd), "holder", 5000ms);
+  authenticate_to_server(holder, kSecret, "member-b/y");
+
+  start_daemon(node);
+  // Refused, and tried again within seconds (not after a failure's back-off).
+  ASSERT_TRUE(eventually([&] { return member_b->busy_refusals() >= 3; })) << logs_.tail();
+  EXPECT_TRUE(logs_.contains({"peer busy; probe postponed", "peer=member-b/x", "retry_in_ms="}))
+      << logs_.tail();
+  EXPECT_FALSE(logs_.contains({"probe failed"})) << logs_.tail();
+
+  holder.send(FrameType::kBye);  // the other session ends: the daemon's probe gets through
+  EXPECT_TRUE(eventually([&] { return names(node, {"member-b/x"}); })) << logs_.tail();
+  EXPECT_FALSE(logs_.contains({"probe failed"})) << logs_.tail();
 }
 
 // The binary: flags, kubeconfig and secret file in, its Node annotated, SIGTERM a clean exit.

@@ -25,7 +25,8 @@ ProberDaemon::ProberDaemon(kube::Client& client, ProberDaemonOptions options)
     : client_(client),
       options_(std::move(options)),
       logger_(options_.logger ? options_.logger
-                              : std::make_shared<const kube::Logger>("tessel-prober")) {
+                              : std::make_shared<const kube::Logger>("tessel-prober")),
+      random_(options_.schedule.seed != 0 ? options_.schedule.seed : std::random_device{}()) {
   if (options_.node_name.empty()) throw ProbeError("prober daemon: node_name is empty");
   if (options_.reevaluate_every <= std::chrono::milliseconds::zero() ||
       options_.publish_retry_initial <= std::chrono::milliseconds::zero() ||
@@ -239,6 +240,18 @@ void ProberDaemon::run_probe(const PlannedProbe& planned, ProbeSchedule& schedul
   std::optional<ProbeResult> result;
   try {
     result = full ? measure_peer(peer, options) : measure_round_trips(peer, options);
+  } catch (const ProbeBusy&) {
+    // The peer serves another prober's probe (one session at a time): try again in a moment,
+    // neither a failure (no back-off, no step toward age-out) nor bytes spent. The refusal
+    // comes before authentication, so a stranger in the peer's place could fake it, but only to
+    // delay the probe: a peer that never completes one still ages out after peer_ttl.
+    const auto pause = std::uniform_int_distribution<int64_t>(kBusyRetryMin.count(),
+                                                              kBusyRetryMax.count())(random_);
+    schedule.postpone(peer.name, Clock::now() + std::chrono::milliseconds(pause));
+    logger_->debug(
+        "peer busy; probe postponed",
+        {{"peer", peer.name}, {"kind", probe_kind_name(planned.kind)}, {"retry_in_ms", pause}});
+    return;
   } catch (const std::exception& e) {
     const Clock::time_point now = Clock::now();
     schedule.record(planned, now, nullptr);

@@ -6,12 +6,14 @@
 //    peers are kept;
 //  - measures them one at a time, as the ProbeSchedule plans (full probes and round-trip
 //    checks, within the budget), the sends to a peer shaped by the longest matching
-//    --emulate-link prefix;
+//    --emulate-link prefix; a peer that answers busy (it serves another prober's probe) is
+//    tried again a moment later (kBusyRetryMin..kBusyRetryMax), which is no failure;
 //  - keeps what it measured in a LinkBook (peers that stop answering age out; at start, what its
 //    Node's annotation still holds of a previous run, when younger than peer_ttl) and patches its
 //    own Node's links annotation when the change is material; a failed patch is logged and
 //    retried with back-off, never fatal.
-// Threads: the caller's (the loop, which runs the probes), the probe server's, one per informer.
+// Threads: the caller's (the loop, which runs the probes), the probe server's two (accepting,
+// serving), one per informer.
 #pragma once
 
 #include <chrono>
@@ -21,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <stop_token>
 #include <string>
@@ -39,6 +42,12 @@
 #include "noderuntime/transport/socket.h"
 
 namespace tessel::prober {
+
+// A busy peer is probed again after a pause drawn uniformly in this range: short, since its
+// session ends within seconds, and jittered, so that the probers that found it busy together
+// do not all come back at once.
+inline constexpr std::chrono::milliseconds kBusyRetryMin{1000};
+inline constexpr std::chrono::milliseconds kBusyRetryMax{3000};
 
 struct ProberDaemonOptions {
   std::string node_name;  // the Node it runs on and annotates
@@ -114,6 +123,7 @@ class ProberDaemon {
   Clock::time_point published_at_;
   Clock::time_point publish_retry_at_;
   std::chrono::milliseconds publish_retry_delay_{0};
+  std::mt19937_64 random_;  // the busy retry's jitter (seeded as the schedule is)
 };
 
 }  // namespace tessel::prober
