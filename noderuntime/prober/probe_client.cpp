@@ -1,7 +1,12 @@
 #include "noderuntime/prober/probe_client.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kube/object.h"
@@ -96,6 +101,26 @@ uint64_t handshake_bytes() {
          max_payload_bytes(FrameType::kResponse);
 }
 
+// After the bye, the server closes the connection once its session is over and it is free for
+// the next: waiting for that, the next probe of this peer (ours or another prober's) does not
+// find it still busy with this one.
+void await_server_close(const ProbeChannel& channel, std::chrono::milliseconds io_timeout) {
+  const auto deadline = Clock::now() + io_timeout;
+  while (true) {
+    std::byte extra;
+    const ssize_t got = ::recv(channel.fd(), &extra, 1, 0);
+    if (got == 0 || (got < 0 && errno == ECONNRESET)) return;
+    if (got > 0) throw ProbeError("the peer sent more after the bye");
+    if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      throw ProbeError(std::string("recv: ") + std::strerror(errno));
+    }
+    pollfd readable{channel.fd(), POLLIN, 0};
+    if (::poll(&readable, 1, transport::poll_timeout_ms(deadline)) == 0) {
+      throw ProbeError("timed out waiting for the peer to close the session");
+    }
+  }
+}
+
 // One authenticated session to `peer`: connect, authenticate, `measure` (which names the phase
 // it is in), bye. Every error becomes ProbeError "<peer>: <phase>: <why>".
 template <typename Measure>
@@ -114,6 +139,7 @@ ProbeResult run_session(const ProbePeer& peer, const ProbeOptions& options, Meas
     api::LinkMeasurement measurement = measure(channel, phase);
     phase = "bye";
     channel.send(FrameType::kBye);
+    await_server_close(channel, options.io_timeout);
     measurement.measured_at = kube::format_rfc3339(std::chrono::system_clock::now());
     return {measurement, channel.bytes_sent()};
   } catch (const ProbeError& e) {

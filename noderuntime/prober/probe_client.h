@@ -8,7 +8,9 @@
 //    `bulk_duration`, timed from the first byte sent to the peer's acknowledgement of all of
 //    them (Gbit/s).
 // Everything sent is bounded by `max_bytes`: the bulk phase stops early when it would exceed
-// it. Every read and write has a deadline, so a peer that vanishes gives an error, never a hang.
+// it. A session ends with the client's bye and the server's close, which the client waits for:
+// when a probe returns, the peer is free for the next (a peer serves one session at a time). Every
+// read and write has a deadline, so a peer that vanishes gives an error, never a hang.
 #pragma once
 
 #include <chrono>

@@ -179,14 +179,11 @@ void ProbeServer::session_loop() {
       fd = std::move(pending_);
       active_fd_ = fd.get();
     }
-    const bool completed = serve(std::move(fd));
-    std::lock_guard lock(mu_);
-    session_taken_ = false;
-    if (completed) ++completed_;
+    serve(std::move(fd));
   }
 }
 
-bool ProbeServer::serve(transport::UniqueFd fd) {
+void ProbeServer::serve(transport::UniqueFd fd) {
   const std::string peer = "prober client " + remote_address(fd.get());
   ProbeChannel channel(std::move(fd), peer, options_.io_timeout);
   bool completed = false;
@@ -199,10 +196,13 @@ bool ProbeServer::serve(transport::UniqueFd fd) {
   } catch (const std::exception& e) {
     if (!stop_.load()) record_error(peer + ": " + e.what());
   }
-  // Forget the descriptor before the channel closes it, so stop() never shuts down a reused one.
+  // Free the server before the channel closes the connection: a client that saw it close (after
+  // its bye) finds the server free for its next probe. And forget the descriptor before it is
+  // closed, so stop() never shuts down a reused one.
   std::lock_guard lock(mu_);
   active_fd_ = -1;
-  return completed;
+  session_taken_ = false;
+  if (completed) ++completed_;
 }
 
 }  // namespace tessel::prober

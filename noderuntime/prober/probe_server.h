@@ -60,7 +60,8 @@ class ProbeServer {
   // Stops accepting and cuts the session in progress (its peer sees the connection close).
   void stop();
 
-  // Sessions served to the client's bye, each counted once the server is free for the next.
+  // Sessions served to the client's bye, each counted once the server is free for the next
+  // (before it closes the connection, which the client waits for after its bye).
   size_t sessions_completed() const { return completed_.load(); }
   // Connections refused because a session was in progress.
   size_t busy_refusals() const { return busy_refusals_.load(); }
@@ -69,8 +70,8 @@ class ProbeServer {
  private:
   void accept_loop();
   void session_loop();
-  // One session to its end; true when the client said bye.
-  bool serve(transport::UniqueFd fd);
+  // One session to its end; frees the server for the next.
+  void serve(transport::UniqueFd fd);
   // Sends the busy refusal, then reads (and drops) what the client sent until it closes, so
   // that closing never resets a connection whose client has not read the refusal yet.
   void refuse_busy(transport::UniqueFd fd);

@@ -1,6 +1,7 @@
 // One probe session at a time, and a busy server says so at once: a client that connects while
 // another peer's session is in progress gets ProbeBusy (not the timeout it got while it sat in
-// the backlog), is served once that session ends, and the server still stops promptly.
+// the backlog), is served once that session ends; probes back to back never find the server
+// busy with the one before; the server still stops promptly.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -111,9 +112,28 @@ TEST(ProbeServerBusy, ASecondClientDuringASessionIsToldBusyThenServedWhenItEnds)
   // The server is free again: the next client is served.
   const ProbeResult result = measure_peer(peer, quick_options());
   EXPECT_GT(result.measurement.bulk_gbps, 0);
-  EXPECT_TRUE(eventually([&] { return server->sessions_completed() == 2; }));
+  // A probe returns once the server has ended its session (counted it and freed itself).
+  EXPECT_EQ(server->sessions_completed(), 2u);
   EXPECT_EQ(server->busy_refusals(), 2u);
   EXPECT_TRUE(server->recent_errors().empty()) << server->recent_errors().front();
+}
+
+TEST(ProbeServerBusy, ProbesBackToBackNeverFindThePeerBusyWithThePreviousOne) {
+  auto server = start_server();
+  const ProbePeer peer{"gpu-node-2", "127.0.0.1", server->port()};
+  for (size_t i = 1; i <= 20; ++i) {
+    SCOPED_TRACE(i);
+    const Thrown error = thrown_by([&] {
+      if (i % 5 == 0) {
+        measure_peer(peer, quick_options());
+      } else {
+        measure_round_trips(peer, quick_options());
+      }
+    });
+    ASSERT_EQ(error.what, "(no error)");
+    EXPECT_EQ(server->sessions_completed(), i);
+  }
+  EXPECT_EQ(server->busy_refusals(), 0u);
 }
 
 TEST(ProbeServerBusy, ASessionThatFailsFreesTheServerAndIsKeptAsAnError) {
