@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <stdexcept>
@@ -220,11 +222,17 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
   return links;
 }
 
+double significant(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*g", kSignificantDigits, value);
+  return std::strtod(text, nullptr);
+}
+
 std::string format_node_links(const NodeLinks& links) {
   json peers = json::object();
   for (const auto& [peer, m] : links.peers) {
-    peers[peer] = {{"rttMs", {m.rtt_p50_ms, m.rtt_p90_ms}},
-                   {"gbps", {m.small_gbps, m.bulk_gbps}},
+    peers[peer] = {{"rttMs", {significant(m.rtt_p50_ms), significant(m.rtt_p90_ms)}},
+                   {"gbps", {significant(m.small_gbps), significant(m.bulk_gbps)}},
                    {"at", m.measured_at}};
   }
   return json{{"version", 1}, {"peers", peers}}.dump();
@@ -245,7 +253,7 @@ LinkMeasurement aggregate_measurements(const std::vector<LinkMeasurement>& measu
     std::vector<double> values;
     values.reserve(measurements.size());
     for (const LinkMeasurement& m : measurements) values.push_back(m.*member);
-    return median(std::move(values));
+    return significant(median(std::move(values)));  // no more precise than what it stands for
   };
   LinkMeasurement out;
   out.rtt_p50_ms = field(&LinkMeasurement::rtt_p50_ms);

@@ -67,7 +67,15 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node);
 // An RFC 3339 time ("2026-11-26T00:12:03Z", "2026-11-26T01:12:03.25+01:00"), to the second;
 // nullopt when `text` is not one (or names no real date).
 std::optional<std::chrono::sys_seconds> parse_measured_at(const std::string& text);
-// The annotation value (compact JSON, peers in name order); parse_node_links(format(x)) == x.
+// Digits a value keeps in the annotation: a measurement is not more precise than that, and the
+// annotation of a node with thousands of peers must stay small.
+inline constexpr int kSignificantDigits = 4;
+// `value` to kSignificantDigits significant digits, as the double nearest its decimal text (so
+// that 0.21 stays 0.21 and a value read back from the annotation equals the one written).
+double significant(double value);
+// The annotation value (compact JSON, peers in name order, every value rounded to
+// kSignificantDigits significant digits); parse_node_links(format(x)) == x when x's values have
+// no more digits than that.
 std::string format_node_links(const NodeLinks& links);
 
 // Whether a peer name is an aggregate ("*" or "<cluster>/*").
@@ -76,8 +84,9 @@ bool is_aggregate(const std::string& peer);
 // "<cluster>/*" for "<cluster>/<node>".
 std::string site_aggregate(const std::string& peer);
 // An aggregate's entry from the measurements of the peers it stands for: the median of each field
-// (of an even count, the mean of the two middle values), `at` the oldest of theirs. Throws
-// std::invalid_argument when `measurements` is empty or an `at` is not an RFC 3339 time.
+// (of an even count, the mean of the two middle values) to kSignificantDigits, `at` the oldest
+// of theirs. Throws std::invalid_argument when `measurements` is empty or an `at` is not an
+// RFC 3339 time.
 LinkMeasurement aggregate_measurements(const std::vector<LinkMeasurement>& measurements);
 
 }  // namespace tessel::api

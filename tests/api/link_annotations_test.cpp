@@ -36,6 +36,24 @@ TEST(LinkAnnotations, RoundTripsAndGivesTheLinkTheCostModelReads) {
   EXPECT_DOUBLE_EQ(far.bandwidth_gbps, 0.8);
 }
 
+TEST(LinkAnnotations, ValuesAreWrittenToFourSignificantDigits) {
+  NodeLinks links;
+  links.peers["gpu-2"] = {20.156888000000002, 20.17387, 0.013012224818129936, 1.8982566469609843,
+                          "2026-11-26T09:02:36Z"};
+  links.peers["gpu-3"] = {0.21, 0.35, 0.9, 9.4, "2026-11-26T09:02:36Z"};
+  const std::string value = format_node_links(links);
+  EXPECT_NE(value.find(R"("gpu-2":{"at":"2026-11-26T09:02:36Z","gbps":[0.01301,1.898],)"
+                       R"("rttMs":[20.16,20.17]})"),
+            std::string::npos)
+      << value;
+  const NodeLinks back = parse_node_links(value, "gpu-1");
+  EXPECT_EQ(back.peers.at("gpu-2"),
+            (LinkMeasurement{20.16, 20.17, 0.01301, 1.898, "2026-11-26T09:02:36Z"}));
+  EXPECT_EQ(back.peers.at("gpu-3"), links.peers.at("gpu-3"));  // already four digits: unchanged
+  EXPECT_EQ(significant(148.23), 148.2);
+  EXPECT_EQ(significant(0.000123456), 0.0001235);
+}
+
 TEST(LinkAnnotations, BadValuesAreRefusedNamingTheNodeAndPeer) {
   const std::string field = "gpu-node-1: metadata.annotations[net.tessel.dev/links]";
   EXPECT_EQ(error_of("not json"), field + ": is not a JSON object");

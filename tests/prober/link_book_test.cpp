@@ -229,8 +229,12 @@ TEST(LinkBookAggregation, TheAnnotationStaysWithinItsSizeAndParses) {
     peers.push_back(cluster + "/" + node);
   }
   book.set_peers(peers);
+  // Values of api::kSignificantDigits digits, as the annotation keeps them.
+  const auto digits = api::significant;
   for (size_t i = 0; i < peers.size(); ++i) {
-    book.record_full(peers[i], link(1 + 0.01 * i, 10 + 0.001 * i), kStart);
+    const double rtt = digits(1 + 0.01 * i), gbps = digits(10 + 0.001 * i);
+    book.record_full(
+        peers[i], {rtt, digits(rtt * 1.5), digits(gbps / 2), gbps, "2026-11-26T08:00:00Z"}, kStart);
   }
   const api::NodeLinks links = book.links(kStart);
   const std::string value = api::format_node_links(links);

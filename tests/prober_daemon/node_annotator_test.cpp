@@ -23,8 +23,10 @@ const kube::ResourceInfo& nodes() {
   return info;
 }
 
+// Values with no more digits than the annotation keeps (api::kSignificantDigits): doubling and
+// halving are exact.
 api::LinkMeasurement measurement(double rtt_ms, double gbps) {
-  return {rtt_ms, rtt_ms * 1.5, gbps / 10, gbps, "2026-11-26T00:12:03Z"};
+  return {rtt_ms, rtt_ms * 2, gbps / 2, gbps, "2026-11-26T00:12:03Z"};
 }
 
 // A Node of this test only (Nodes are cluster-scoped: the name carries the test's namespace),
