@@ -54,7 +54,11 @@ class FederationE2e : public ::testing::Test {
 
   // What SetUp gives the fleet: stage containers run tessel-stage; links are written by the
   // fleet (a fixture that runs real probers writes none).
-  virtual FleetOptions fleet_options() const { return {.stage_binary = TESSEL_STAGE_BINARY}; }
+  virtual FleetOptions fleet_options() const {
+    FleetOptions options;
+    options.stage_binary = TESSEL_STAGE_BINARY;
+    return options;
+  }
 
   // `kubectl <args>` against the hub, in the run's namespace.
   ProcessResult kubectl(const std::vector<std::string>& args);
