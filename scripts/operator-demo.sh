@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The operator on this machine, no cluster needed: a hub and two member "clusters" (the API test
-# server), four GPU nodes played by process kubelets (pods run as local processes), the
-# links between them annotated as a prober would (fast inside a member, slow across),
-# tessel-operator itself, and the example TrainingJob applied with kubectl. Then it leaves you
-# at a shell where `kubectl get trainingjobs -w` works; leaving that shell stops everything.
+# server), four GPU nodes played by process kubelets (pods run as local processes), a
+# tessel-prober pod on each that measures its links to the others (emulated: fast inside a
+# member, slow across) and annotates its Node, tessel-operator itself, and the example
+# TrainingJob applied with kubectl once the links are measured. Then it leaves you at a shell
+# where `kubectl get trainingjobs -w` works; leaving that shell stops everything.
 #
 #   scripts/operator-demo.sh            build what is missing, start, open the shell
 #   scripts/operator-demo.sh --check    the same, but wait for the job to succeed, then stop
@@ -25,11 +26,12 @@ operator="$build/operator/tessel-operator"
 stage="$build/noderuntime/stage/tessel-stage"
 apiserver="$build/tests/support/tessel-test-apiserver"
 kubelet="$build/tests/support/tessel-process-kubelet"
-if [[ ! -x $operator || ! -x $stage || ! -x $apiserver || ! -x $kubelet ]]; then
-  echo "== building tessel-operator, tessel-stage and the test cluster tools in $build"
+prober="$build/noderuntime/prober/tessel-prober"
+if [[ ! -x $operator || ! -x $stage || ! -x $apiserver || ! -x $kubelet || ! -x $prober ]]; then
+  echo "== building tessel-operator, tessel-stage, tessel-prober and the test cluster tools in $build"
   [[ -f $build/build.ninja || -f $build/Makefile ]] || cmake -S "$repo" -B "$build" -G Ninja
-  cmake --build "$build" --target tessel-operator tessel-stage tessel-test-apiserver \
-    tessel-process-kubelet
+  cmake --build "$build" --target tessel-operator tessel-stage tessel-prober \
+    tessel-test-apiserver tessel-process-kubelet
 fi
 command -v kubectl >/dev/null || { echo "kubectl is missing: scripts/install-deps.sh installs it" >&2; exit 1; }
 command -v openssl >/dev/null || { echo "openssl is missing: scripts/install-deps.sh installs it" >&2; exit 1; }
@@ -80,33 +82,58 @@ EOF
 done
 "${hub[@]}" wait --for=condition=Established crd/trainingjobs.tessel.dev >/dev/null
 
-# --- four GPU nodes, two a member, with the links a prober would have measured ---------------
-now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-links() {  # links <member> <node>: fast to the member's other node, slow to the other member's
-  local member=$1 node=$2 out="" sep=""
-  for m in member-a member-b; do
-    for n in gpu-0 gpu-1; do
-      [[ $m == "$member" && $n == "$node" ]] && continue
-      if [[ $m == "$member" ]]; then
-        out+="$sep\"$m-$n\":{\"rttMs\":[0.2,0.3],\"gbps\":[8,40],\"at\":\"$now\"}"
-      else
-        out+="$sep\"$m/$m-$n\":{\"rttMs\":[140,160],\"gbps\":[0.05,0.4],\"at\":\"$now\"}"
-      fi
-      sep=","
-    done
-  done
-  printf '{"version":1,"peers":{%s}}' "$out"
-}
+# --- four GPU nodes, two a member, and a prober on each ---------------------------------------
 for member in member-a member-b; do
   for node in gpu-0 gpu-1; do
     "$kubelet" --kubeconfig "$work/$member.kubeconfig" --node "$member-$node" --gpus 1 \
       --label "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3" \
       --label "topology.kubernetes.io/region=${region[$member]}" \
       --label "topology.kubernetes.io/zone=${region[$member]}a" \
-      --annotation "net.tessel.dev/links=$(links "$member" "$member-$node")" \
-      --image "tessel/stage=$stage" --work-dir "$work/pods" --restart-backoff-ms 1000 \
+      --image "tessel/stage=$stage" --image "tessel/prober=$prober" \
+      --work-dir "$work/pods" --restart-backoff-ms 1000 \
       >"$work/kubelet-$member-$node.log" 2>&1 &
     pids+=($!)
+  done
+done
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# The probers' shared secret, and (since these "pods" run on this machine, not in the cluster)
+# the member's kubeconfig, in a Secret each prober mounts. On one machine the links are told
+# apart by the prober's link emulator: 2 Gbit/s and +0.5 ms to every peer, 0.2 Gbit/s and
+# +40 ms to the other member's. (A real DaemonSet: docs/prober.md.)
+secret="$(openssl rand -hex 24)"
+for member in member-a member-b; do
+  other=member-b; [[ $member == member-b ]] && other=member-a
+  m=(kubectl --kubeconfig "$work/$member.kubeconfig" -n tessel-system)
+  kubectl --kubeconfig "$work/$member.kubeconfig" create namespace tessel-system --dry-run=client -o json |
+    kubectl --kubeconfig "$work/$member.kubeconfig" apply -f - >/dev/null
+  "${m[@]}" create secret generic tessel-prober --from-literal=secret="$secret" \
+    --from-file=kubeconfig="$work/$member.kubeconfig" --dry-run=client -o json |
+    "${m[@]}" apply -f - >/dev/null
+  for node in gpu-0 gpu-1; do
+    port="$(free_port)"
+    "${m[@]}" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: tessel-prober-$member-$node
+  labels: {app.kubernetes.io/name: tessel-prober}
+spec:
+  nodeName: $member-$node
+  hostNetwork: true
+  automountServiceAccountToken: false
+  containers:
+    - name: prober
+      image: tessel/prober:0.1.0
+      args: [--kubeconfig=/etc/tessel-prober/kubeconfig, --secret-file=/etc/tessel-prober/secret,
+             --listen=127.0.0.1:$port, --check-interval=10s,
+             "--emulate-link==2/0.5", "--emulate-link=$other/=0.2/40"]
+      env:
+        - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+        - {name: POD_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+      ports: [{name: probe, containerPort: $port, hostPort: $port}]
+      volumeMounts: [{name: config, mountPath: /etc/tessel-prober}]
+  volumes: [{name: config, secret: {secretName: tessel-prober}}]
+EOF
   done
 done
 
@@ -119,7 +146,6 @@ openssl x509 -req -in "$work/tls.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" -
   -days 2 -out "$work/tls.crt" -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost') 2>/dev/null
 
 # --- the operator ------------------------------------------------------------------------------
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 https_port="$(free_port)"
 stage_port="$(free_port)"
 "$operator" --kubeconfig "$work/hub.kubeconfig" --namespace tessel-system \
@@ -160,7 +186,16 @@ for _ in $(seq 100); do
   [[ $("${hub[@]}" get memberclusters -o jsonpath='{.items[*].status.conditions[?(@.type=="Reachable")].status}') == "True True" ]] && break
   sleep 0.2
 done
+# The probers find each other (their own member's through its API, the other member's through
+# the ConfigMap the operator keeps), measure, and annotate their Nodes: each measures 3 peers.
+echo "== waiting for the probers to measure the links (a minute or so)"
+for _ in $(seq 180); do
+  [[ $("${hub[@]}" get memberclusters -o jsonpath='{.items[*].status.probeCoverage}') == "6/6 6/6" ]] && break
+  sleep 1
+done
 "${hub[@]}" get memberclusters
+kubectl --kubeconfig "$work/member-a.kubeconfig" get node member-a-gpu-0 \
+  -o jsonpath='{.metadata.annotations.net\.tessel\.dev/links}{"\n"}'
 "${hub[@]}" apply -f "$repo/examples/trainingjobs/fables.yaml"
 
 if $check; then
