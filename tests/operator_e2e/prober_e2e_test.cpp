@@ -38,7 +38,7 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-constexpr double kNearGbps = 2.0, kNearDelayMs = 1.0;
+constexpr double kNearGbps = 1.0, kNearDelayMs = 1.0;
 constexpr double kFarGbps = 0.2, kFarDelayMs = 20.0;
 // From the probers' start to every node annotated with all its peers: each prober measures its
 // three peers one at a time (a second of bulk each) once they are found.
