@@ -17,6 +17,32 @@ std::string format_eta(double seconds) {
   return std::to_string(s) + "s";
 }
 
+namespace {
+
+// A figure as the status shows it: finite, not negative, to four significant digits (a timer's
+// reading is not more precise, and the status is rewritten on every change).
+double shown(double value) {
+  if (!std::isfinite(value) || value <= 0) return 0;
+  const double scale = std::pow(10.0, 3 - std::floor(std::log10(value)));
+  return std::round(value * scale) / scale;
+}
+
+nlohmann::json stages_status(const std::vector<StageFigures>& stages) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StageFigures& s : stages) {
+    if (out.size() == kMaxStatusStages) break;
+    out.push_back({{"stage", s.stage},
+                   {"replica", s.replica},
+                   {"step", std::max<int64_t>(s.step, 0)},
+                   {"stepSeconds", shown(s.step_s)},
+                   {"bubble", std::min(1.0, shown(s.bubble_fraction))},
+                   {"networkWaitSeconds", shown(s.network_wait_s)}});
+  }
+  return out;
+}
+
+}  // namespace
+
 nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
                                double tokens_per_step, const std::string& now) {
   nlohmann::json out = nlohmann::json::object();
@@ -34,6 +60,7 @@ nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
     if (!eta.empty()) out["eta"] = eta;
   }
   if (progress.last_checkpoint_step >= 0) out["lastCheckpointStep"] = progress.last_checkpoint_step;
+  if (!progress.stages.empty()) out["stages"] = stages_status(progress.stages);
   out["updatedAt"] = now;
   return out;
 }

@@ -13,6 +13,17 @@
 
 namespace tessel::controller {
 
+// One pipeline stage's figures of its latest step: those of the stage's slowest replica (see
+// operator/server/job_progress.h for why the slowest).
+struct StageFigures {
+  int stage = 0;
+  int replica = 0;   // the replica whose figures these are
+  int64_t step = 0;  // the step they were measured in
+  double step_s = 0;
+  double bubble_fraction = 0;  // [0, 1]: the share of the step the stage idled in the pipeline
+  double network_wait_s = 0;
+};
+
 // What each field means (which rank's step, whose loss) is said where it is folded:
 // operator/server/job_progress.h.
 struct JobProgress {
@@ -24,6 +35,8 @@ struct JobProgress {
   int64_t total_steps = 0;
   int64_t last_checkpoint_step = -1;
   std::vector<std::string> failures;  // "rank 3 (stage 1 replica 1): <message>"
+  std::vector<StageFigures> stages;   // by stage; a stage none of whose ranks reported a step
+                                      // yet is left out
   std::chrono::system_clock::time_point updated{};
 };
 
@@ -43,8 +56,14 @@ class StageChannel {
 // it); "" for a negative or non-finite time.
 std::string format_eta(double seconds);
 
+// Stages listed in status.progress.stages at most (the CRD's bound, as status.placement.stages);
+// the ones beyond it are left out.
+inline constexpr size_t kMaxStatusStages = 256;
+
 // status.progress from the gathered progress: step, totalSteps, loss (when finite),
-// tokensPerSecond, eta (at the current rate), lastCheckpointStep, updatedAt (`now`).
+// tokensPerSecond, eta (at the current rate), lastCheckpointStep, stages (per stage
+// stepSeconds, bubble, networkWaitSeconds, and the replica and step they are of), updatedAt
+// (`now`).
 // tokens_per_step (global batch x sequence length) turns the token rate into the ETA.
 nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
                                double tokens_per_step, const std::string& now);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace tessel::server {
 
@@ -58,6 +59,10 @@ bool JobProgressFold::add(const pb::StageEvent& event) {
       rank->step = event.step().step();
       rank->loss = event.step().loss();
       rank->tokens_per_s = event.step().tokens_per_s();
+      rank->figures_step = event.step().step();
+      rank->step_s = event.step().step_s();
+      rank->bubble_fraction = event.step().bubble_fraction();
+      rank->network_wait_s = event.step().network_wait_s();
       break;
     case pb::StageEvent::kCheckpoint:
       rank->checkpoint_step = std::max(rank->checkpoint_step, event.checkpoint().step());
@@ -111,6 +116,7 @@ JobProgress JobProgressFold::summary() const {
   }
   p.step = step;
   p.last_checkpoint_step = checkpoint;
+  p.stages = stage_figures();
   for (const Rank& rank : ranks_) {
     if (step >= 0 && rank.step == step && !std::isnan(rank.loss)) {
       p.loss = rank.loss;  // a rank that reported this very step
@@ -118,6 +124,28 @@ JobProgress JobProgressFold::summary() const {
     }
   }
   return p;
+}
+
+std::vector<controller::StageFigures> JobProgressFold::stage_figures() const {
+  // A map: the stage numbers come from the processes, and only the ranks are checked.
+  std::map<int, controller::StageFigures> slowest;
+  for (const Rank& rank : ranks_) {
+    if (rank.stage < 0 || rank.figures_step < 0) continue;
+    const double step_s = std::isfinite(rank.step_s) ? rank.step_s : 0;
+    auto [it, inserted] = slowest.try_emplace(rank.stage);
+    controller::StageFigures& figures = it->second;
+    if (!inserted && step_s <= figures.step_s) continue;
+    figures.stage = rank.stage;
+    figures.replica = rank.replica;
+    figures.step = rank.figures_step;
+    figures.step_s = step_s;
+    figures.bubble_fraction = rank.bubble_fraction;
+    figures.network_wait_s = rank.network_wait_s;
+  }
+  std::vector<controller::StageFigures> out;
+  out.reserve(slowest.size());
+  for (auto& [stage, figures] : slowest) out.push_back(figures);
+  return out;
 }
 
 }  // namespace tessel::server

@@ -12,6 +12,13 @@
 //   or the step it resumed from; -1 until every rank has one): what a restart resumes from.
 // - started, done, stopped: how many ranks' current processes said so.
 // - failures: one line per rank whose current process failed, in rank order.
+// - stages: per pipeline stage, the figures (step time, bubble fraction, network wait) of the
+//   latest step of the stage's SLOWEST replica: the one whose latest step took longest. Not the
+//   median: the replicas of a stage all-reduce their gradients every step, so the stage moves at
+//   its slowest replica's pace, and that replica (a straggling GPU, a slow link) is what a person
+//   looking at the figures has to find; a median over two or three replicas would hide it. The
+//   three figures are that one replica's, so they explain each other (its wait is part of its
+//   step time).
 #pragma once
 
 #include <chrono>
@@ -52,6 +59,9 @@ class JobProgressFold {
     double loss = std::numeric_limits<double>::quiet_NaN();  // of `step`; NaN: not reported
     double tokens_per_s = 0;
     int64_t checkpoint_step = -1;
+    // The latest step's timing this process reported (figures_step -1: none yet).
+    int64_t figures_step = -1;
+    double step_s = 0, bubble_fraction = 0, network_wait_s = 0;
     std::string failure;  // empty: none
     int stage = -1, replica = -1;
   };
@@ -62,6 +72,8 @@ class JobProgressFold {
   static void passed(Rank& rank, int64_t step);
   // Recomputes the job's figures from the ranks' (the ranks are few, events per step per rank).
   JobProgress summary() const;
+  // Per stage, the figures of its slowest replica's latest step.
+  std::vector<controller::StageFigures> stage_figures() const;
 
   std::vector<Rank> ranks_;
   int64_t total_steps_ = 0;
