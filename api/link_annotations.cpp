@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "api/manifest_error.h"
+#include "api/manifest_text.h"
 #include "placement/limits.h"
 
 namespace tessel::api {
@@ -16,60 +17,13 @@ namespace {
 
 using nlohmann::json;
 
-// Errors listed for one annotation: a hostile one may have 8192 bad peers, and the message goes
-// into an Event and a condition.
-constexpr size_t kMaxReportedErrors = 20;
-
 const std::string kField = std::string("metadata.annotations[") + kLinksAnnotation + "]";
-
-// A DNS-1123 subdomain: a Node's name, or a MemberCluster's.
-bool valid_name(const std::string& name) {
-  static const std::regex subdomain(
-      "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  return name.size() <= 253 && std::regex_match(name, subdomain);
-}
-
-// A name as an error message shows it: at most 80 characters (a hostile annotation's peer
-// names may be 200 KiB long).
-std::string shown(const std::string& text) {
-  constexpr size_t kShown = 80;
-  if (text.size() <= kShown) return text;
-  size_t cut = kShown;  // not inside a UTF-8 character: JSON text must stay UTF-8
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
-}
-
-// What a JSON value is, for an error message, without printing it (dump() recurses into a value
-// nested 100,000 deep, and prints all of a huge one).
-std::string describe(const json& value) {
-  if (value.is_number()) return placement::number_text(value.get<double>());
-  if (value.is_string()) return "\"" + shown(value.get<std::string>()) + "\"";
-  if (value.is_array()) {
-    if (value.size() > 4 || std::any_of(value.begin(), value.end(),
-                                        [](const json& item) { return item.is_structured(); })) {
-      return "a list of " + std::to_string(value.size()) + " items";
-    }
-    std::string text = "[";
-    for (const json& item : value) text += (text.size() > 1 ? ", " : "") + describe(item);
-    return text + "]";
-  }
-  if (value.is_object()) return "an object of " + std::to_string(value.size()) + " fields";
-  return value.type_name();
-}
-
-// A field of an object, or null: by reference, since copying a value nested 100,000 deep (as
-// json::value() does) recurses as deep.
-const json& field_of(const json& object, const char* key) {
-  static const json null;
-  const auto it = object.find(key);
-  return it == object.end() ? null : *it;
-}
 
 // A [first, second] pair of numbers, or an error (once per pair).
 bool read_pair(const json& pair, double& first, double& second, const std::string& field,
                std::vector<FieldError>& errors) {
   if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number() || !pair[1].is_number()) {
-    errors.push_back({field, "must be a list of two numbers, got " + describe(pair)});
+    errors.push_back({field, "must be a list of two numbers, got " + describe_json_value(pair)});
     return false;
   }
   first = pair[0].get<double>();
@@ -86,7 +40,7 @@ std::string peer_name_error(const std::string& peer, const std::string& node) {
   const size_t node_slash = node.find('/');
   if (rest == "*") {
     if (slash == std::string::npos) return "";
-    if (!valid_name(cluster)) return "not a cluster name before \"/*\"";
+    if (!is_dns_subdomain(cluster)) return "not a cluster name before \"/*\"";
     if (node_slash != std::string::npos && cluster == node.substr(0, node_slash)) {
       return "aggregates the annotated node's own cluster: its aggregate is written \"*\"";
     }
@@ -96,7 +50,7 @@ std::string peer_name_error(const std::string& peer, const std::string& node) {
     return "'*' stands only for a whole site: \"*\" (the rest of the node's own cluster) or "
            "\"<cluster>/*\" (the rest of that cluster)";
   }
-  if (!valid_name(rest) || (slash != std::string::npos && !valid_name(cluster))) {
+  if (!is_dns_subdomain(rest) || (slash != std::string::npos && !is_dns_subdomain(cluster))) {
     return "not a node name or <cluster>/<node>";
   }
   // A peer of the same cluster is named by its node name alone.
@@ -151,11 +105,13 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
   }
   const json& version = field_of(document, "version");
   if (version != 1) {
-    throw ManifestError(node, {{kField + ".version", "must be 1, got " + describe(version)}});
+    throw ManifestError(node,
+                        {{kField + ".version", "must be 1, got " + describe_json_value(version)}});
   }
   const json& peers = field_of(document, "peers");
   if (!peers.is_object()) {
-    throw ManifestError(node, {{kField + ".peers", "must be an object, got " + describe(peers)}});
+    throw ManifestError(
+        node, {{kField + ".peers", "must be an object, got " + describe_json_value(peers)}});
   }
   if (peers.size() > static_cast<size_t>(placement::kMaxDevices)) {
     throw ManifestError(node, {{kField + ".peers", "lists " + std::to_string(peers.size()) +
@@ -167,22 +123,22 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
   NodeLinks links;
   const double max_rtt_ms = 2 * placement::kMaxLatencyMs;
   for (const auto& [peer, entry] : peers.items()) {
-    if (errors.size() >= kMaxReportedErrors) {
+    if (errors.size() >= kMaxReportedFieldErrors) {
       ++unreported;
       continue;
     }
-    const std::string at = kField + ".peers[" + shown(peer) + "]";
+    const std::string at = kField + ".peers[" + shown_text(peer) + "]";
     if (const std::string why = peer_name_error(peer, node); !why.empty()) {
       errors.push_back({at, why});
       continue;
     }
     if (!entry.is_object()) {
-      errors.push_back({at, "must be an object, got " + describe(entry)});
+      errors.push_back({at, "must be an object, got " + describe_json_value(entry)});
       continue;
     }
     for (const auto& [key, unused] : entry.items()) {
       if (key != "rttMs" && key != "gbps" && key != "at")
-        errors.push_back({at + "." + shown(key), "unknown field"});
+        errors.push_back({at + "." + shown_text(key), "unknown field"});
     }
     LinkMeasurement m;
     const json &rtt = field_of(entry, "rttMs"), &gbps = field_of(entry, "gbps");
@@ -207,7 +163,7 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
     const json& when = field_of(entry, "at");
     if (!when.is_string() || !parse_measured_at(when.get<std::string>())) {
       errors.push_back({at + ".at", "must be an RFC 3339 time (\"2026-11-26T00:12:03Z\"), got " +
-                                        describe(when)});
+                                        describe_json_value(when)});
     } else {
       m.measured_at = when.get<std::string>();
     }
@@ -216,7 +172,7 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
   if (unreported > 0) {
     errors.push_back({kField + ".peers", "and " + std::to_string(unreported) +
                                              " more peers not checked after " +
-                                             std::to_string(kMaxReportedErrors) + " errors"});
+                                             std::to_string(kMaxReportedFieldErrors) + " errors"});
   }
   if (!errors.empty()) throw ManifestError(node, errors);
   return links;
@@ -264,7 +220,7 @@ LinkMeasurement aggregate_measurements(const std::vector<LinkMeasurement>& measu
   for (const LinkMeasurement& m : measurements) {
     const auto at = parse_measured_at(m.measured_at);
     if (!at) {
-      throw std::invalid_argument("link measurement time \"" + shown(m.measured_at) +
+      throw std::invalid_argument("link measurement time \"" + shown_text(m.measured_at) +
                                   "\" is not an RFC 3339 time");
     }
     if (!oldest || *at < *oldest) {

@@ -4,49 +4,23 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 
 #include "api/manifest_error.h"
+#include "api/manifest_text.h"
 
 namespace tessel::api {
 namespace {
 
 using nlohmann::json;
 
-// Errors listed for one document (a broken one may have thousands of bad peers).
-constexpr size_t kMaxReportedErrors = 20;
-
 const std::string kField = std::string("data[") + kProberPeersKey + "]";
 
-bool is_subdomain(const std::string& text) {
-  static const std::regex subdomain(
-      "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
-  return !text.empty() && text.size() <= 253 && std::regex_match(text, subdomain);
-}
-
-// A text as an error message shows it: at most 80 bytes, not cut inside a UTF-8 character.
-std::string shown(const std::string& text) {
-  constexpr size_t kShown = 80;
-  if (text.size() <= kShown) return text;
-  size_t cut = kShown;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "... (" + std::to_string(text.size()) + " bytes)";
-}
-
-// What a JSON value is, without printing a large or deeply nested one.
+// describe_json_value, but a number as JSON writes it, a boolean by its value, and any list by
+// its size.
 std::string describe(const json& value) {
-  if (value.is_string()) return "\"" + shown(value.get<std::string>()) + "\"";
   if (value.is_number() || value.is_boolean()) return value.dump();
   if (value.is_array()) return "a list of " + std::to_string(value.size()) + " items";
-  if (value.is_object()) return "an object of " + std::to_string(value.size()) + " fields";
-  return value.type_name();
-}
-
-// A field of an object, or null, by reference (a copy of a deeply nested value recurses).
-const json& field_of(const json& object, const char* key) {
-  static const json null;
-  const auto it = object.find(key);
-  return it == object.end() ? null : *it;
+  return describe_json_value(value);
 }
 
 bool is_ip_address(const std::string& text) {
@@ -63,7 +37,7 @@ std::string bad_host(const json& host) {
   if (text.size() > 253) {
     return "is " + std::to_string(text.size()) + " bytes, more than a DNS name's 253";
   }
-  if (is_ip_address(text) || is_subdomain(text)) return "";
+  if (is_ip_address(text) || is_dns_subdomain(text)) return "";
   return "must be an IP address or a DNS name (lowercase letters, digits, '-' and '.'), got " +
          describe(host);
 }
@@ -73,8 +47,8 @@ std::string bad_peer_name(const json& name, const std::string& cluster) {
   if (!name.is_string()) return "must be a string, got " + describe(name);
   const std::string& text = name.get_ref<const std::string&>();
   const size_t slash = text.find('/');
-  if (slash == std::string::npos || !is_subdomain(text.substr(0, slash)) ||
-      !is_subdomain(text.substr(slash + 1))) {
+  if (slash == std::string::npos || !is_dns_subdomain(text.substr(0, slash)) ||
+      !is_dns_subdomain(text.substr(slash + 1))) {
     return "must be <cluster>/<node>, each a DNS name (lowercase, at most 253), got " +
            describe(name);
   }
@@ -104,11 +78,11 @@ ProberPeers parse_prober_peers(const std::string& text, const std::string& sourc
   std::vector<FieldError> errors;
   for (const auto& [key, unused] : document.items()) {
     if (key != "version" && key != "cluster" && key != "peers")
-      errors.push_back({kField + "." + shown(key), "unknown field"});
+      errors.push_back({kField + "." + shown_text(key), "unknown field"});
   }
   ProberPeers out;
   const json& cluster = field_of(document, "cluster");
-  if (!cluster.is_string() || !is_subdomain(cluster.get<std::string>())) {
+  if (!cluster.is_string() || !is_dns_subdomain(cluster.get<std::string>())) {
     errors.push_back({kField + ".cluster",
                       "must be a MemberCluster's name (a DNS name: lowercase, at most 253), got " +
                           describe(cluster)});
@@ -129,7 +103,7 @@ ProberPeers parse_prober_peers(const std::string& text, const std::string& sourc
   std::map<std::string, size_t> first_index;  // peer name -> where it was listed first
   size_t unreported = 0;
   for (size_t i = 0; i < peers.size(); ++i) {
-    if (errors.size() >= kMaxReportedErrors) {
+    if (errors.size() >= kMaxReportedFieldErrors) {
       ++unreported;
       continue;
     }
@@ -141,7 +115,7 @@ ProberPeers parse_prober_peers(const std::string& text, const std::string& sourc
     }
     for (const auto& [key, unused] : entry.items()) {
       if (key != "name" && key != "host" && key != "port")
-        errors.push_back({at + "." + shown(key), "unknown field"});
+        errors.push_back({at + "." + shown_text(key), "unknown field"});
     }
     ProberPeer peer;
     const json& name = field_of(entry, "name");
@@ -151,9 +125,9 @@ ProberPeers parse_prober_peers(const std::string& text, const std::string& sourc
       peer.name = name.get<std::string>();
       const auto [it, fresh] = first_index.emplace(peer.name, i);
       if (!fresh) {
-        errors.push_back({at + ".name", "\"" + shown(peer.name) + "\" is listed twice (also at " +
-                                            kField + ".peers[" + std::to_string(it->second) +
-                                            "])"});
+        errors.push_back({at + ".name", "\"" + shown_text(peer.name) +
+                                            "\" is listed twice (also at " + kField + ".peers[" +
+                                            std::to_string(it->second) + "])"});
       }
     }
     const json& host = field_of(entry, "host");
@@ -175,7 +149,7 @@ ProberPeers parse_prober_peers(const std::string& text, const std::string& sourc
   if (unreported > 0) {
     errors.push_back({kField + ".peers", "and " + std::to_string(unreported) +
                                              " more peers not checked after " +
-                                             std::to_string(kMaxReportedErrors) + " errors"});
+                                             std::to_string(kMaxReportedFieldErrors) + " errors"});
   }
   if (!errors.empty()) throw ManifestError(source, errors);
   std::sort(out.peers.begin(), out.peers.end(),

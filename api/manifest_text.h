@@ -1,0 +1,35 @@
+// The pieces every api/ parser of a hand-written or hostile document shares to check names and
+// to write its FieldErrors: a DNS subdomain name, a value shown without printing it whole, and
+// how many errors one document lists.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace tessel::api {
+
+// Errors listed for one document: a hostile one may have thousands of bad entries, and the
+// message goes into an Event, a condition or a log line. The rest are counted, not listed.
+inline constexpr size_t kMaxReportedFieldErrors = 20;
+
+// A Kubernetes DNS-1123 subdomain (a Node's name, a MemberCluster's): 1 to 253 characters,
+// labels of lowercase letters, digits and '-' that start and end with a letter or digit, joined
+// by '.'.
+bool is_dns_subdomain(const std::string& name);
+
+// A text as an error message shows it: at most 80 bytes, then "... (N bytes)", not cut inside a
+// UTF-8 character (JSON text must stay UTF-8; a hostile name may be 200 KiB long).
+std::string shown_text(const std::string& text);
+
+// What a JSON value is, for an error message, without printing a large or deeply nested one
+// (dump() recurses into a value nested 100,000 deep, and prints all of a huge one): a number as
+// placement::number_text writes it, a string quoted and shown_text'ed, a list of at most 4
+// scalars item by item, a longer list or an object by its size, else its type name ("null").
+std::string describe_json_value(const nlohmann::json& value);
+
+// A field of an object, or null: by reference, since copying a value nested 100,000 deep (as
+// json::value() does) recurses as deep.
+const nlohmann::json& field_of(const nlohmann::json& object, const char* key);
+
+}  // namespace tessel::api
