@@ -50,6 +50,10 @@ ProcessResult lint(const std::string& chart, const std::string& values_file) {
   return run_helm(args);
 }
 
+ProcessResult package(const std::string& chart, const std::string& destination) {
+  return run_helm({"package", chart_dir(chart), "-d", destination});
+}
+
 ProcessResult render(const std::string& chart, const std::string& values_file,
                      const std::vector<std::string>& extra, const std::string& release,
                      const std::string& ns) {

@@ -26,6 +26,9 @@ std::vector<std::string> example_values(const std::string& chart);
 // `helm lint --strict <chart> [-f values]`.
 ProcessResult lint(const std::string& chart, const std::string& values_file = "");
 
+// `helm package <chart> -d <destination>`.
+ProcessResult package(const std::string& chart, const std::string& destination);
+
 // `helm template <release> <chart> -n <namespace> [-f values] [extra args]`.
 ProcessResult render(const std::string& chart, const std::string& values_file = "",
                      const std::vector<std::string>& extra = {}, const std::string& release = "t",

@@ -1,5 +1,8 @@
 // `helm lint --strict` and `helm template` pass for both charts with their default values and
 // with every example values file (helm/<chart>/examples/*.yaml).
+#include <stdlib.h>
+
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -59,6 +62,32 @@ TEST_P(ChartValuesTest, RendersObjectsWithNamesAndLabels) {
 
 INSTANTIATE_TEST_SUITE_P(Charts, ChartValuesTest, ::testing::ValuesIn(every_chart_and_values()),
                          case_name);
+
+// helm/tessel/crds is a link to the repository's crds/: the packaged chart carries the files, and
+// neither package carries its examples (.helmignore).
+TEST(HelmCharts, PackagesCarryTheCrdsAndNotTheExamples) {
+  TESSEL_SKIP_WITHOUT_HELM();
+  std::string dir_template =
+      (std::filesystem::temp_directory_path() / "helm-package-XXXXXX").string();
+  ASSERT_NE(mkdtemp(dir_template.data()), nullptr);
+  const std::filesystem::path dir = dir_template;
+  for (const std::string chart : {"tessel", "tessel-member"}) {
+    const auto packaged = package(chart, dir.string());
+    ASSERT_EQ(packaged.exit_code, 0) << packaged.out << packaged.err;
+    const auto listed = run_process({"tar", "tzf", (dir / (chart + "-0.1.0.tgz")).string()},
+                                    std::chrono::seconds(60));
+    ASSERT_EQ(listed.exit_code, 0) << listed.err;
+    EXPECT_NE(listed.out.find(chart + "/values.schema.json"), std::string::npos) << listed.out;
+    EXPECT_EQ(listed.out.find("/examples/"), std::string::npos) << listed.out;
+    if (chart == "tessel") {
+      EXPECT_NE(listed.out.find("tessel/crds/tessel.dev_trainingjobs.yaml"), std::string::npos)
+          << listed.out;
+      EXPECT_NE(listed.out.find("tessel/crds/tessel.dev_memberclusters.yaml"), std::string::npos)
+          << listed.out;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(HelmCharts, EveryChartHasExamples) {
   EXPECT_GE(example_values("tessel").size(), 4u);
