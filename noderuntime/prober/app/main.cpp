@@ -1,14 +1,13 @@
 // tessel-prober: see noderuntime/prober/app/prober_daemon.h and docs/prober.md.
 #include <algorithm>
-#include <csignal>
 #include <iostream>
 #include <memory>
 #include <stop_token>
-#include <thread>
 
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/log.h"
+#include "kube/termination_signals.h"
 #include "noderuntime/prober/app/prober_daemon.h"
 #include "noderuntime/prober/app/prober_flags.h"
 #include "noderuntime/prober/node_annotator.h"
@@ -49,19 +48,7 @@ int main(int argc, char** argv) {
     std::cerr << "tessel-prober: " << e.what() << "\n(see tessel-prober --help)\n";
     return 2;
   }
-  // SIGTERM and SIGINT ask for a clean stop: blocked here, taken by a thread with sigwait.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::stop_source stop;
-  std::thread waiter([&] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    stop.request_stop();
-  });
-  waiter.detach();
+  const std::stop_source stop = kube::stop_on_termination_signals();
   try {
     auto logger = std::make_shared<const kube::Logger>("tessel-prober",
                                                        kube::parse_log_level(flags.log_level));
