@@ -9,60 +9,29 @@
 #include <fstream>
 #include <iostream>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 
 #include "api/link_annotations.h"
+#include "api/manifest_text.h"
 #include "api/prober_peers.h"
 #include "kube/object.h"
+#include "noderuntime/prober/app/flag_number.h"
 #include "noderuntime/prober/link_book.h"
 #include "noderuntime/prober/probe_auth.h"
 #include "noderuntime/prober/probe_schedule.h"
+#include "placement/limits.h"
 
 namespace tessel::prober {
 namespace {
 
 std::string seconds_text(std::chrono::seconds s) { return std::to_string(s.count()) + "s"; }
 
-std::string number_text(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
-}
-
-// A finite number filling all of `text`; nullopt otherwise.
-std::optional<double> parse_number(const std::string& text) {
-  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front()))) return std::nullopt;
-  char* end = nullptr;
-  errno = 0;
-  const double value = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end != text.c_str() + text.size() || !std::isfinite(value)) return std::nullopt;
-  return value;
-}
-
-bool is_lower_alphanumeric(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-// A DNS-1123 label (namespace) or subdomain (node name: labels joined by '.').
-bool is_dns_name(const std::string& name, size_t max_size, bool dots) {
-  if (name.empty() || name.size() > max_size) return false;
-  if (!is_lower_alphanumeric(name.front()) || !is_lower_alphanumeric(name.back())) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    if (is_lower_alphanumeric(c) || c == '-') continue;
-    if (c == '.' && dots && is_lower_alphanumeric(name[i - 1]) &&
-        is_lower_alphanumeric(name[i + 1]))
-      continue;
-    return false;
-  }
-  return true;
-}
-
 void check_node_name(const std::string& name) {
   if (name.empty()) {
     throw std::invalid_argument(
         "--node-name: empty and $NODE_NAME is unset (the DaemonSet sets it from spec.nodeName)");
   }
-  if (!is_dns_name(name, 253, true)) {
+  if (!api::is_dns_subdomain(name)) {
     throw std::invalid_argument("--node-name: '" + name +
                                 "' is not a Node name (a DNS subdomain: at most 253 lowercase "
                                 "letters, digits, '-' and '.')");
@@ -70,7 +39,7 @@ void check_node_name(const std::string& name) {
 }
 
 void check_namespace(const std::string& name) {
-  if (!is_dns_name(name, 63, false)) {
+  if (!placement::dns1123_label_violation(name).empty()) {
     throw std::invalid_argument("--namespace: '" + name +
                                 "' is not a namespace name (at most 63 lowercase letters, digits "
                                 "and '-', starting and ending with a letter or digit)");
@@ -78,7 +47,7 @@ void check_namespace(const std::string& name) {
 }
 
 void check_configmap_name(const std::string& name) {
-  if (!is_dns_name(name, 253, true)) {
+  if (!api::is_dns_subdomain(name)) {
     throw std::invalid_argument("--peers-configmap: '" + name +
                                 "' is not a ConfigMap name (a DNS subdomain: at most 253 "
                                 "lowercase letters, digits, '-' and '.')");
@@ -153,7 +122,7 @@ std::chrono::seconds parse_duration(const std::string& text, const std::string& 
         break;
     }
   }
-  const std::optional<double> value = parse_number(number);
+  const std::optional<double> value = parse_flag_number(number);
   const double seconds = value ? *value * unit : -1;
   if (!value || seconds < 0 || seconds > 1e9 || seconds != std::floor(seconds)) {
     throw std::invalid_argument(flag + ": '" + text +
@@ -232,7 +201,7 @@ bool parse_prober_flags(int argc, char** argv, ProberFlags& f, EnvironmentLookup
   app.add_option("--budget", f.budget,
                  "Probe traffic to a peer over any hour, as a share of its measured bulk rate "
                  "(0 < budget <= " +
-                     number_text(kMaxBudgetFraction) + ")");
+                     placement::number_text(kMaxBudgetFraction) + ")");
   app.add_option("--check-interval", check_interval,
                  "How often each peer's round-trip time is checked (pings only, a few KiB); a "
                  "drift triggers a full probe. Seconds, or with a unit: 90s, 2m, 1h (" +
@@ -274,8 +243,9 @@ bool parse_prober_flags(int argc, char** argv, ProberFlags& f, EnvironmentLookup
   check_peer_selector(f.peer_selector);
   check_configmap_name(f.peers_configmap);
   if (!(f.budget > 0) || f.budget > kMaxBudgetFraction) {
-    throw std::invalid_argument("--budget: " + number_text(f.budget) + " is outside (0, " +
-                                number_text(kMaxBudgetFraction) + "]");
+    throw std::invalid_argument("--budget: " + placement::number_text(f.budget) +
+                                " is outside (0, " + placement::number_text(kMaxBudgetFraction) +
+                                "]");
   }
   f.check_interval = parse_duration(check_interval, "--check-interval");
   f.refresh_interval = parse_duration(refresh_interval, "--refresh-interval");
