@@ -45,7 +45,9 @@ void sync(ProbeChannel& channel, uint64_t sent, std::vector<std::byte>& payload)
   }
 }
 
-std::pair<double, double> measure_rtt(ProbeChannel& channel, int round_trips) {
+// A measurement with only its round-trip fields set: the median and 90th percentile of
+// `round_trips` pings.
+api::LinkMeasurement measure_rtt(ProbeChannel& channel, int round_trips) {
   std::vector<double> rtts_ms;
   rtts_ms.reserve(round_trips);
   std::vector<std::byte> ping(kPingPayloadBytes), pong;
@@ -58,7 +60,10 @@ std::pair<double, double> measure_rtt(ProbeChannel& channel, int round_trips) {
     if (pong != ping) throw ProbeError("pong " + std::to_string(i) + " does not echo its ping");
     rtts_ms.push_back(seconds_between(start, end) * 1e3);
   }
-  return {percentile(rtts_ms, 0.5), percentile(rtts_ms, 0.9)};
+  api::LinkMeasurement measurement;
+  measurement.rtt_p50_ms = percentile(rtts_ms, 0.5);
+  measurement.rtt_p90_ms = percentile(rtts_ms, 0.9);
+  return measurement;
 }
 
 double measure_small(ProbeChannel& channel, const ProbeOptions& options) {
@@ -213,10 +218,8 @@ void check_probe_options(const ProbeOptions& options) {
 
 ProbeResult measure_peer(const ProbePeer& peer, const ProbeOptions& options) {
   return run_session(peer, options, [&](ProbeChannel& channel, std::string& phase) {
-    api::LinkMeasurement measurement;
     phase = "round-trip time";
-    std::tie(measurement.rtt_p50_ms, measurement.rtt_p90_ms) =
-        measure_rtt(channel, options.round_trips);
+    api::LinkMeasurement measurement = measure_rtt(channel, options.round_trips);
     phase = "small-message throughput";
     measurement.small_gbps = measure_small(channel, options);
     phase = "bulk throughput";
@@ -234,11 +237,8 @@ uint64_t round_trip_probe_bytes(const ProbeOptions& options) {
 
 ProbeResult measure_round_trips(const ProbePeer& peer, const ProbeOptions& options) {
   return run_session(peer, options, [&](ProbeChannel& channel, std::string& phase) {
-    api::LinkMeasurement measurement;
     phase = "round-trip time";
-    std::tie(measurement.rtt_p50_ms, measurement.rtt_p90_ms) =
-        measure_rtt(channel, options.check_round_trips);
-    return measurement;
+    return measure_rtt(channel, options.check_round_trips);
   });
 }
 
