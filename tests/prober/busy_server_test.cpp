@@ -11,12 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "noderuntime/prober/probe_channel.h"
-#include "noderuntime/prober/probe_client.h"
-#include "noderuntime/prober/probe_error.h"
 #include "noderuntime/prober/probe_handshake.h"
-#include "noderuntime/prober/probe_server.h"
-#include "noderuntime/transport/socket.h"
+#include "tests/prober/prober_test_support.h"
 
 namespace tessel::prober {
 namespace {
@@ -25,20 +21,14 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 const std::string kSecret = "tessel-probe-busy-test-secret-0123";
-// Generous: only runs out when the code under test is broken.
-constexpr auto kTimeout = 30s;
 
 std::unique_ptr<ProbeServer> start_server() {
-  ProbeServerOptions options;
-  options.secret = kSecret;
-  options.io_timeout = 60'000ms;  // the held session outlives any slow test machine
-  return std::make_unique<ProbeServer>(transport::TcpListener::bind("127.0.0.1", 0), options);
+  // The held session outlives any slow test machine.
+  return start_probe_server(kSecret, 60'000ms);
 }
 
 ProbeOptions quick_options() {
-  ProbeOptions options;
-  options.secret = kSecret;
-  options.self_name = "gpu-node-1";
+  ProbeOptions options = probe_options_with(kSecret);
   options.round_trips = 20;
   options.check_round_trips = 5;
   options.small_messages = 4;
@@ -52,20 +42,9 @@ ProbeOptions quick_options() {
 
 // Another peer's session, authenticated and held open until the test says bye.
 ProbeChannel hold_session(const ProbeServer& server) {
-  auto fd = transport::connect_until("127.0.0.1", server.port(), Clock::now() + kTimeout);
-  transport::set_tcp_nodelay(fd.get());
-  ProbeChannel channel(std::move(fd), "holder", 5000ms);
+  ProbeChannel channel = loopback_channel(server.port(), "holder");
   authenticate_to_server(channel, kSecret, "gpu-node-3");
   return channel;
-}
-
-bool eventually(const std::function<bool()>& condition) {
-  const auto deadline = Clock::now() + kTimeout;
-  while (!condition()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
 }
 
 // The error `action` throws: its type and message.
@@ -88,8 +67,8 @@ Thrown thrown_by(const std::function<void()>& action) {
 TEST(ProbeServerBusy, ASecondClientDuringASessionIsToldBusyThenServedWhenItEnds) {
   auto server = start_server();
   ProbeChannel holder = hold_session(*server);
-  const ProbePeer peer{"gpu-node-2", "127.0.0.1", server->port()};
-  const std::string who = "prober peer gpu-node-2 (127.0.0.1:" + std::to_string(peer.port) + ")";
+  const ProbePeer peer = loopback_peer(server->port());
+  const std::string who = loopback_peer_text(peer.port);
 
   const Thrown full = thrown_by([&] { measure_peer(peer, quick_options()); });
   EXPECT_TRUE(full.busy) << full.what;
@@ -120,7 +99,7 @@ TEST(ProbeServerBusy, ASecondClientDuringASessionIsToldBusyThenServedWhenItEnds)
 
 TEST(ProbeServerBusy, ProbesBackToBackNeverFindThePeerBusyWithThePreviousOne) {
   auto server = start_server();
-  const ProbePeer peer{"gpu-node-2", "127.0.0.1", server->port()};
+  const ProbePeer peer = loopback_peer(server->port());
   for (size_t i = 1; i <= 20; ++i) {
     SCOPED_TRACE(i);
     const Thrown error = thrown_by([&] {
@@ -141,7 +120,7 @@ TEST(ProbeServerBusy, ASessionThatFailsFreesTheServerAndIsKeptAsAnError) {
   {
     ProbeChannel holder = hold_session(*server);
     EXPECT_TRUE(thrown_by([&] {
-                  measure_round_trips({"gpu-node-2", "127.0.0.1", server->port()}, quick_options());
+                  measure_round_trips(loopback_peer(server->port()), quick_options());
                 }).busy);
   }  // the holder hangs up without a bye: a failed session, not a completed one
   ASSERT_TRUE(eventually([&] { return !server->recent_errors().empty(); }));
@@ -150,7 +129,7 @@ TEST(ProbeServerBusy, ASessionThatFailsFreesTheServerAndIsKeptAsAnError) {
   // Freed: a check is served (the slot may take a moment to free after the error is kept).
   ASSERT_TRUE(eventually([&] {
     return !thrown_by([&] {
-              measure_round_trips({"gpu-node-2", "127.0.0.1", server->port()}, quick_options());
+              measure_round_trips(loopback_peer(server->port()), quick_options());
             }).busy;
   }));
   EXPECT_TRUE(eventually([&] { return server->sessions_completed() == 1; }));
@@ -161,9 +140,7 @@ TEST(ProbeServerBusy, ARefusedClientThatNeverHangsUpDoesNotHoldUpStop) {
   auto server = start_server();
   ProbeChannel holder = hold_session(*server);
   // A client that reads the refusal but keeps its end open: the server lingers for it.
-  auto fd = transport::connect_until("127.0.0.1", server->port(), Clock::now() + kTimeout);
-  transport::set_tcp_nodelay(fd.get());
-  ProbeChannel lingering(std::move(fd), "lingering", 5000ms);
+  ProbeChannel lingering = loopback_channel(server->port(), "lingering");
   std::vector<std::byte> payload;
   try {
     lingering.receive(payload);
@@ -185,7 +162,7 @@ TEST(ProbeServerBusy, OtherRefusalsAreNotBusy) {
   auto listener = transport::TcpListener::bind("127.0.0.1", 0);
   const uint16_t port = listener.port();
   std::thread fake([&] {
-    transport::UniqueFd fd = transport::accept_until(listener, Clock::now() + kTimeout);
+    transport::UniqueFd fd = transport::accept_until(listener, Clock::now() + kTestTimeout);
     if (!fd.valid()) return;
     ProbeChannel channel(std::move(fd), "fake server", 5000ms);
     std::vector<std::byte> hello;
@@ -197,13 +174,12 @@ TEST(ProbeServerBusy, OtherRefusalsAreNotBusy) {
     } catch (const ProbeError&) {
     }
   });
-  const Thrown refused = thrown_by([&] {
-    measure_peer({"gpu-node-9", "127.0.0.1", port}, quick_options());
-  });
+  const Thrown refused =
+      thrown_by([&] { measure_peer(loopback_peer(port, "gpu-node-9"), quick_options()); });
   fake.join();
   EXPECT_FALSE(refused.busy) << refused.what;
-  EXPECT_EQ(refused.what, "prober peer gpu-node-9 (127.0.0.1:" + std::to_string(port) +
-                              "): authentication: refused: busy elsewhere");
+  EXPECT_EQ(refused.what,
+            loopback_peer_text(port, "gpu-node-9") + ": authentication: refused: busy elsewhere");
 }
 
 }  // namespace

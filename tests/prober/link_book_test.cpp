@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "api/manifest_error.h"
-#include "noderuntime/prober/probe_error.h"
+#include "tests/prober/prober_test_support.h"
 
 namespace tessel::prober {
 namespace {
@@ -21,15 +21,6 @@ const TimePoint kStart = TimePoint{} + 1000h;
 api::LinkMeasurement link(double rtt_ms, double bulk_gbps,
                           const std::string& at = "2026-11-26T08:00:00Z") {
   return {rtt_ms, rtt_ms * 1.5, bulk_gbps / 2, bulk_gbps, at};
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const ProbeError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 api::NodeLinks links_of(std::map<std::string, api::LinkMeasurement> peers) {

@@ -10,8 +10,7 @@
 #include <map>
 #include <set>
 
-#include "noderuntime/prober/probe_channel.h"
-#include "noderuntime/prober/probe_error.h"
+#include "tests/prober/prober_test_support.h"
 
 namespace tessel::prober {
 namespace {
@@ -21,12 +20,7 @@ using TimePoint = SteadyClock::time_point;
 
 const TimePoint kStart = TimePoint{} + 1000h;
 
-ProbeOptions probe_options() {
-  ProbeOptions options;
-  options.secret = "tessel-probe-test-secret-0123456789";
-  options.self_name = "gpu-node-1";
-  return options;
-}
+ProbeOptions probe_options() { return probe_options_with("tessel-probe-test-secret-0123456789"); }
 
 ScheduleOptions schedule_options(uint64_t seed = 7) {
   ScheduleOptions options;
@@ -121,15 +115,6 @@ std::vector<Event> of_peer(const std::vector<Event>& events, const std::string& 
 
 uint64_t hourly_budget_bytes(double gbps, double fraction = 0.01) {
   return static_cast<uint64_t>(fraction * gbps * 1e9 / 8 * 3600);
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const ProbeError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The other peers' probes that may run first when several are due: the 2 Mbit/s link's full

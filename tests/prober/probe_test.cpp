@@ -11,11 +11,7 @@
 
 #include "api/link_annotations.h"
 #include "noderuntime/prober/probe_auth.h"
-#include "noderuntime/prober/probe_channel.h"
-#include "noderuntime/prober/probe_client.h"
-#include "noderuntime/prober/probe_error.h"
-#include "noderuntime/prober/probe_server.h"
-#include "noderuntime/transport/socket.h"
+#include "tests/prober/prober_test_support.h"
 
 namespace tessel::prober {
 namespace {
@@ -25,36 +21,13 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kSecret = "tessel-probe-test-secret-0123456789";
 
-std::unique_ptr<ProbeServer> start_server(const std::string& secret = kSecret,
-                                          std::chrono::milliseconds io_timeout = 5000ms) {
-  ProbeServerOptions options;
-  options.secret = secret;
-  options.io_timeout = io_timeout;
-  return std::make_unique<ProbeServer>(transport::TcpListener::bind("127.0.0.1", 0), options);
-}
-
 ProbeOptions quick_options() {
-  ProbeOptions options;
-  options.secret = kSecret;
-  options.self_name = "gpu-node-1";
+  ProbeOptions options = probe_options_with(kSecret);
   options.round_trips = 50;
   options.small_messages = 8;
   options.bulk_message_bytes = 1024 * 1024;
   options.bulk_duration = 200ms;
   return options;
-}
-
-ProbePeer peer_of(const ProbeServer& server, const std::string& name = "gpu-node-2") {
-  return {name, "127.0.0.1", server.port()};
-}
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const ProbeError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 // The server's first recorded session error, waiting for it (generous timeout).
@@ -66,12 +39,6 @@ std::string first_server_error(const ProbeServer& server) {
     std::this_thread::sleep_for(10ms);
   }
   return "(no server error)";
-}
-
-ProbeChannel raw_connection(const ProbeServer& server) {
-  auto fd = transport::connect_until("127.0.0.1", server.port(), Clock::now() + 5s);
-  transport::set_tcp_nodelay(fd.get());
-  return ProbeChannel(std::move(fd), "test client", 5000ms);
 }
 
 void send_raw(const ProbeChannel& channel, std::span<const std::byte> bytes) {
@@ -101,9 +68,9 @@ TEST(ProbeAuth, ProofsDependOnSecretRoleAndNonces) {
 }
 
 TEST(ProbeMeasurement, LoopbackIsSaneAndFitsTheAnnotation) {
-  auto server = start_server();
+  auto server = start_probe_server(kSecret);
   const ProbeOptions options = quick_options();
-  const ProbeResult result = measure_peer(peer_of(*server), options);
+  const ProbeResult result = measure_peer(loopback_peer(server->port()), options);
   const api::LinkMeasurement& m = result.measurement;
   EXPECT_GT(m.rtt_p50_ms, 0);
   EXPECT_GE(m.rtt_p90_ms, m.rtt_p50_ms);
@@ -118,21 +85,18 @@ TEST(ProbeMeasurement, LoopbackIsSaneAndFitsTheAnnotation) {
   links.peers["gpu-node-2"] = m;
   const api::NodeLinks parsed = api::parse_node_links(api::format_node_links(links), "gpu-node-1");
   EXPECT_EQ(parsed.peers.size(), 1u);
-  const auto give_up = Clock::now() + 30s;
-  while (server->sessions_completed() == 0 && Clock::now() < give_up) {
-    std::this_thread::sleep_for(10ms);
-  }
+  eventually([&] { return server->sessions_completed() != 0; });
   EXPECT_EQ(server->sessions_completed(), 1u);
   EXPECT_TRUE(server->recent_errors().empty());
 }
 
 TEST(ProbeMeasurement, BulkPhaseStopsAtTheByteBudget) {
-  auto server = start_server();
+  auto server = start_probe_server(kSecret);
   ProbeOptions options = quick_options();
   options.bulk_duration = 60'000ms;  // the budget, not the duration, ends the bulk phase
   const uint64_t bulk_message = kFrameHeaderBytes + options.bulk_message_bytes;
   options.max_bytes = fixed_probe_bytes(options) + 3 * bulk_message + bulk_message / 2;
-  const ProbeResult result = measure_peer(peer_of(*server), options);
+  const ProbeResult result = measure_peer(loopback_peer(server->port()), options);
   EXPECT_GT(result.measurement.bulk_gbps, 0);
   EXPECT_LE(result.bytes_sent, options.max_bytes);
   // Three bulk messages fit the budget, a fourth does not.
@@ -170,8 +134,9 @@ TEST(ProbeOptionsCheck, BadOptionsNameTheFieldValueAndLimit) {
 }
 
 TEST(ProbeAuthentication, WrongSecretIsRefusedBeforeAnyMeasurement) {
-  auto server = start_server("a-different-secret-of-the-server");
-  const std::string error = error_of([&] { measure_peer(peer_of(*server), quick_options()); });
+  auto server = start_probe_server("a-different-secret-of-the-server");
+  const std::string error =
+      error_of([&] { measure_peer(loopback_peer(server->port()), quick_options()); });
   EXPECT_NE(error.find("prober peer gpu-node-2 (127.0.0.1:"), std::string::npos) << error;
   EXPECT_NE(error.find("authentication: authentication failed: the peer did not prove it knows "
                        "the shared secret"),
@@ -184,8 +149,8 @@ TEST(ProbeAuthentication, WrongSecretIsRefusedBeforeAnyMeasurement) {
 }
 
 TEST(ProbeAuthentication, StrangerWithAWrongProofIsRefusedAndServedNothing) {
-  auto server = start_server();
-  ProbeChannel channel = raw_connection(*server);
+  auto server = start_probe_server(kSecret);
+  ProbeChannel channel = loopback_channel(server->port(), "test client");
   std::vector<std::byte> hello(4 + kNonceBytes + 8, std::byte{0});
   hello[0] = std::byte{1};  // version 1
   std::memcpy(hello.data() + 4 + kNonceBytes, "stranger", 8);
@@ -249,8 +214,8 @@ TEST(ProbeHostileFrames, TheServerRefusesEachByName) {
   };
   for (const HostileCase& c : cases) {
     SCOPED_TRACE(c.name);
-    auto server = start_server();
-    ProbeChannel channel = raw_connection(*server);
+    auto server = start_probe_server(kSecret);
+    ProbeChannel channel = loopback_channel(server->port(), "test client");
     send_raw(channel, c.bytes);
     const std::string error = first_server_error(*server);
     EXPECT_NE(error.find("prober client 127.0.0.1:"), std::string::npos) << error;
@@ -270,25 +235,25 @@ TEST(ProbeHostileFrames, TheClientRefusesAnOversizeChallenge) {
     transport::send_all(fd.get(), header_bytes(2, 1u << 24), Clock::now() + 30s);
     std::this_thread::sleep_for(200ms);
   });
-  const std::string error = error_of([&] {
-    measure_peer({"gpu-node-9", "127.0.0.1", port}, quick_options());
-  });
+  const std::string error =
+      error_of([&] { measure_peer(loopback_peer(port, "gpu-node-9"), quick_options()); });
   fake.join();
   EXPECT_EQ(error,
-            "prober peer gpu-node-9 (127.0.0.1:" + std::to_string(port) +
-                "): authentication: frame header: a challenge frame of 16777216 bytes exceeds "
+            loopback_peer_text(port, "gpu-node-9") +
+                ": authentication: frame header: a challenge frame of 16777216 bytes exceeds "
                 "its limit of 64 bytes");
 }
 
 TEST(ProbeFailures, APeerThatVanishesMidMeasurementIsNamed) {
-  auto server = start_server();
+  auto server = start_probe_server(kSecret);
   ProbeOptions options = quick_options();
   options.bulk_duration = 30'000ms;  // still sending when the peer goes
   options.max_bytes = 1ull << 40;
   options.io_timeout = 3000ms;
   std::string error;
   std::thread client([&] {
-    error = error_of([&] { measure_peer(peer_of(*server, "gpu-node-vanishing"), options); });
+    error = error_of(
+        [&] { measure_peer(loopback_peer(server->port(), "gpu-node-vanishing"), options); });
   });
   std::this_thread::sleep_for(500ms);
   server->stop();  // cuts the session: the peer's prober is gone
@@ -302,9 +267,8 @@ TEST(ProbeFailures, ASilentPeerTimesOut) {
   auto listener = transport::TcpListener::bind("127.0.0.1", 0);
   ProbeOptions options = quick_options();
   options.io_timeout = 300ms;
-  const std::string error = error_of([&] {
-    measure_peer({"gpu-node-silent", "127.0.0.1", listener.port()}, options);
-  });
+  const std::string error =
+      error_of([&] { measure_peer(loopback_peer(listener.port(), "gpu-node-silent"), options); });
   EXPECT_NE(error.find("prober peer gpu-node-silent"), std::string::npos) << error;
   EXPECT_NE(error.find("authentication: "), std::string::npos) << error;
   EXPECT_NE(error.find("timed out receiving"), std::string::npos) << error;
@@ -318,12 +282,10 @@ TEST(ProbeFailures, NoProberListeningIsNamed) {
   }
   ProbeOptions options = quick_options();
   options.connect_timeout = 300ms;
-  const std::string error = error_of([&] {
-    measure_peer({"gpu-node-gone", "127.0.0.1", port}, options);
-  });
-  EXPECT_NE(
-      error.find("prober peer gpu-node-gone (127.0.0.1:" + std::to_string(port) + "): connect: "),
-      std::string::npos)
+  const std::string error =
+      error_of([&] { measure_peer(loopback_peer(port, "gpu-node-gone"), options); });
+  EXPECT_NE(error.find(loopback_peer_text(port, "gpu-node-gone") + ": connect: "),
+            std::string::npos)
       << error;
 }
 

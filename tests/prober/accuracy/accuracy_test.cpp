@@ -15,9 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "noderuntime/prober/probe_client.h"
-#include "noderuntime/prober/probe_server.h"
-#include "noderuntime/transport/socket.h"
+#include "tests/prober/prober_test_support.h"
 
 namespace tessel::prober {
 namespace {
@@ -27,9 +25,7 @@ using namespace std::chrono_literals;
 const std::string kSecret = "tessel-probe-accuracy-secret-0123";
 
 ProbeOptions accuracy_options() {
-  ProbeOptions options;
-  options.secret = kSecret;
-  options.self_name = "gpu-node-1";
+  ProbeOptions options = probe_options_with(kSecret);
   options.round_trips = 100;
   options.small_messages = 4;
   options.bulk_message_bytes = 1024 * 1024;
@@ -38,32 +34,24 @@ ProbeOptions accuracy_options() {
   return options;
 }
 
-std::unique_ptr<ProbeServer> start_server(transport::TcpListener listener) {
-  ProbeServerOptions options;
-  options.secret = kSecret;
-  return std::make_unique<ProbeServer>(std::move(listener), options);
-}
-
 TEST(ProbeAccuracy, EmulatedLatencyIsMeasuredWithinOneMillisecond) {
   for (double latency_ms : {2.0, 10.0, 25.0}) {
     SCOPED_TRACE("emulated one-way latency (ms) on the probe's path: " +
                  std::to_string(latency_ms));
-    auto server = start_server(transport::TcpListener::bind("127.0.0.1", 0));
+    auto server = start_probe_server(kSecret);
     ProbeOptions options = accuracy_options();
     options.bulk_duration = 100ms;
     options.emulated_link.latency_s = latency_ms / 1e3;  // the pongs come back unshaped
-    const api::LinkMeasurement m =
-        measure_peer({"gpu-node-2", "127.0.0.1", server->port()}, options).measurement;
+    const api::LinkMeasurement m = measure_peer(loopback_peer(server->port()), options).measurement;
     EXPECT_NEAR(m.rtt_p50_ms, latency_ms, 1.0);
   }
 }
 
 TEST(ProbeAccuracy, EmulatedBandwidthIsMeasuredWithinTenPercent) {
-  auto server = start_server(transport::TcpListener::bind("127.0.0.1", 0));
+  auto server = start_probe_server(kSecret);
   ProbeOptions options = accuracy_options();
   options.emulated_link.bytes_per_s = 200e6 / 8;  // 200 Mbit/s
-  const api::LinkMeasurement m =
-      measure_peer({"gpu-node-2", "127.0.0.1", server->port()}, options).measurement;
+  const api::LinkMeasurement m = measure_peer(loopback_peer(server->port()), options).measurement;
   EXPECT_NEAR(m.bulk_gbps, 0.2, 0.02);
 }
 
@@ -157,7 +145,7 @@ TEST(ProbeAccuracy, TbfShapedBulkThroughputIsMeasuredWithinTenPercent) {
   std::string why;
   std::optional<ShapedVeth> veth = ShapedVeth::make(why);
   if (!veth) GTEST_SKIP() << why;
-  auto server = start_server(veth->listen_inside());
+  auto server = start_probe_server(veth->listen_inside(), kSecret);
   for (int mbit : {50, 200, 1000}) {
     SCOPED_TRACE("tc tbf rate (Mbit/s): " + std::to_string(mbit));
     if (!veth->shape(mbit)) GTEST_SKIP() << "tc tbf is not available here (`tc qdisc` failed)";
