@@ -21,6 +21,7 @@
 #include "kube/object.h"
 #include "kube/resource.h"
 #include "operator/app/stage_channel.h"
+#include "operator/app/stage_service_label.h"
 #include "operator/controller/conditions.h"
 #include "operator/controller/labels.h"
 #include "operator/controller/member_registry.h"
@@ -37,6 +38,10 @@ namespace tessel::app {
 namespace {
 
 using nlohmann::json;
+
+// Bounds on the stage-service label's requests (at most about 11 s to take it off at exit).
+constexpr std::chrono::seconds kLabelRequestTimeout{5};
+constexpr int kLabelAttempts = 2;
 
 std::string read_file(const std::string& path, const std::string& flag) {
   std::ifstream in(path, std::ios::binary);
@@ -98,6 +103,7 @@ struct Shared {
   server::Readiness& readiness;
   kube::Client& hub;
   kube::ResourceInfo jobs_resource, members_resource;
+  StageServiceLabel* stage_label;  // nullptr: --pod-name is empty
 };
 
 kube::Reconciler timed(const std::string& name, server::OperatorMetrics& metrics,
@@ -156,6 +162,11 @@ void run_controllers(Shared& s, std::stop_token stop) {
                                          jobs_controller_ptr->queue().add(key);
                                      });
   StageServiceChannel channel(stage_service);
+  // The stage Service sends stage pods to this replica once its Pod carries the label.
+  std::jthread stage_label_thread;
+  if (s.stage_label) {
+    stage_label_thread = std::jthread([&s](std::stop_token t) { s.stage_label->run(t); });
+  }
 
   controller::TrainingJobReconciler* job_reconciler_ptr = nullptr;
   controller::MemberRegistry::Options registry_options;
@@ -274,6 +285,11 @@ void run_controllers(Shared& s, std::stop_token stop) {
   wake.wait(lock, stop, [] { return false; });
 
   s.readiness.set_not_ready("stopping");
+  // The label goes first: the Service stops sending stage pods here before the service closes.
+  if (stage_label_thread.joinable()) {
+    stage_label_thread.request_stop();
+    stage_label_thread.join();
+  }
   job_reconciler.cancel();
   jobs_thread.request_stop();
   members_thread.request_stop();
@@ -323,6 +339,21 @@ int run_operator(const OperatorFlags& flags, std::stop_token stop) {
   hub->register_resource(jobs_resource);
   hub->register_resource(members_resource);
 
+  // Its own client: a label left behind misroutes stage pods, but removing it must not hold up a
+  // replica's exit (kLabelRequestTimeout per request, kLabelAttempts attempts).
+  std::shared_ptr<kube::Client> label_client;
+  std::optional<StageServiceLabel> stage_label;
+  if (!flags.pod_name.empty()) {
+    kube::ClientOptions label_options = hub_options;
+    label_options.request_timeout = kLabelRequestTimeout;
+    label_options.backoff.steps = kLabelAttempts;
+    label_client = kube::Client::from_config(config, label_options);
+    stage_label.emplace(
+        *label_client,
+        StageServiceLabelOptions{
+            .namespace_name = flags.namespace_name, .pod_name = flags.pod_name, .logger = logger});
+  }
+
   Shared shared{flags,
                 logger,
                 cert,
@@ -333,7 +364,8 @@ int run_operator(const OperatorFlags& flags, std::stop_token stop) {
                 readiness,
                 *hub,
                 jobs_resource,
-                members_resource};
+                members_resource,
+                stage_label ? &*stage_label : nullptr};
 
   if (!flags.leader_elect) {
     run_controllers(shared, stop);

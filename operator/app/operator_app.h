@@ -3,7 +3,8 @@
 // MemberClusters) with their informers in the hub and in every member cluster.
 //
 // Every replica serves the webhooks and probes; only the leader reconciles and serves stage
-// pods. A replica that loses the Lease exits (as client-go's leader election intends): a fresh
+// pods, and with --pod-name labels its own Pod so that the stage Service selects it alone
+// (stage_service_label.h). A replica that loses the Lease exits (as client-go's leader election intends): a fresh
 // process starts over from what the API holds.
 #pragma once
 

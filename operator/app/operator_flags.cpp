@@ -7,6 +7,7 @@
 #include <iostream>
 #include <stdexcept>
 
+#include "api/manifest_text.h"
 #include "kube/object.h"
 
 namespace tessel::app {
@@ -133,6 +134,12 @@ bool parse_operator_flags(int argc, char** argv, OperatorFlags& f) {
       ->check(CLI::Range(1, 3600));
   app.add_option("--identity", f.identity,
                  "This replica's identity in the Lease; empty: the hostname and a random suffix");
+  app.add_option("--pod-name", f.pod_name,
+                 "This replica's Pod in --namespace (set POD_NAME from metadata.name): while it "
+                 "leads and serves the stage service, the Pod carries the label "
+                 "tessel.dev/stage-service=serving, which the stage Service selects, and no other "
+                 "Pod of --namespace does; empty: no label (one replica without a Service)")
+      ->envname("POD_NAME");
   app.add_option("--https-address", f.https_address,
                  "HOST:PORT of the HTTPS server: /validate, /mutate, /metrics, /healthz, /readyz");
   app.add_option("--tls-cert-file", f.tls_cert_file,
@@ -181,6 +188,12 @@ bool parse_operator_flags(int argc, char** argv, OperatorFlags& f) {
   check_namespace(f.prober_namespace, "--prober-namespace");
   check_prober_selector(f.prober_selector);
   check_member_selector(f.member_selector);
+  if (!f.pod_name.empty() && !api::is_dns_subdomain(f.pod_name)) {
+    throw std::invalid_argument("--pod-name: '" + api::shown_text(f.pod_name) +
+                                "' is not a Pod name (at most 253 characters: lowercase letters, "
+                                "digits, '-' and '.', each '.'-separated part starting and "
+                                "ending with a letter or digit)");
+  }
   split_address(f.https_address, "--https-address");
   split_address(f.stage_service_address, "--stage-service-address");
   split_address(f.stage_service_advertise, "--stage-service-advertise");

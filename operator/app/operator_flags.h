@@ -21,6 +21,9 @@ struct OperatorFlags {
   std::string lease_name = "tessel-operator";
   int lease_duration_s = 15, renew_deadline_s = 10, retry_period_s = 2;
   std::string identity;  // empty: hostname + random suffix
+  // This replica's Pod (default $POD_NAME): the leader labels it tessel.dev/stage-service=serving,
+  // which the stage Service selects. Empty: no label (one replica without a Service).
+  std::string pod_name;
   std::string https_address = "0.0.0.0:9443";
   std::string tls_cert_file, tls_key_file, tls_ca_file;
   std::string stage_service_address = "0.0.0.0:7443";
