@@ -46,6 +46,11 @@ TEST(HubChart, OperatorDeploymentRunsTwoLeaderElectedReplicasLockedDown) {
   EXPECT_EQ(flag(args, "--leader-elect"), "true");
   EXPECT_EQ(flag(args, "--namespace"), "tessel-system");
   EXPECT_EQ(flag(args, "--identity"), "$(POD_NAME)");
+  // The leader labels its own Pod for the stage Service.
+  EXPECT_EQ(flag(args, "--pod-name"), "$(POD_NAME)");
+  ASSERT_EQ(container["env"][0]["name"].as<std::string>(), "POD_NAME");
+  EXPECT_EQ(container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"].as<std::string>(),
+            "metadata.name");
 
   EXPECT_TRUE(pod["securityContext"]["runAsNonRoot"].as<bool>());
   EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"].as<std::string>(), "RuntimeDefault");
@@ -90,6 +95,7 @@ TEST(HubChart, EveryOperatorFlagIsAValue) {
                                      "--renew-deadline",
                                      "--retry-period",
                                      "--identity",
+                                     "--pod-name",
                                      "--https-address",
                                      "--tls-cert-file",
                                      "--tls-key-file",
@@ -140,6 +146,28 @@ TEST(HubChart, StageServiceAdvertiseDefaultsToTheInClusterServiceName) {
             "203.0.113.10:7443");
 }
 
+// Only the Lease holder serves the stage service: the stage Service selects the Pod it labels
+// (--pod-name), the webhook Service every replica.
+TEST(HubChart, TheStageServiceSelectsTheLabelledLeaderAndTheWebhooksEveryReplica) {
+  TESSEL_SKIP_WITHOUT_HELM();
+  const auto objects = render_objects("tessel");
+  const auto pod_labels = find(objects, "Deployment")["spec"]["template"]["metadata"]["labels"];
+  const auto stage = find(objects, "Service", "t-tessel-stage")["spec"]["selector"];
+  EXPECT_EQ(stage["tessel.dev/stage-service"].as<std::string>(""), "serving") << YAML::Dump(stage);
+  EXPECT_FALSE(pod_labels["tessel.dev/stage-service"])
+      << "the operator sets the label, the template must not: " << YAML::Dump(pod_labels);
+  const auto webhook = find(objects, "Service", "t-tessel")["spec"]["selector"];
+  EXPECT_FALSE(webhook["tessel.dev/stage-service"]) << YAML::Dump(webhook);
+  // Apart from the label, both select the Deployment's Pods.
+  for (const auto& selector : {stage, webhook}) {
+    for (const auto& term : selector) {
+      const std::string key = term.first.as<std::string>();
+      if (key == "tessel.dev/stage-service") continue;
+      EXPECT_EQ(pod_labels[key].as<std::string>(""), term.second.as<std::string>()) << key;
+    }
+  }
+}
+
 // docs/operator.md, "RBAC", "In the hub": the ServiceAccount holds exactly these grants.
 TEST(HubChart, RbacIsExactlyTheHubTableOfTheDocs) {
   TESSEL_SKIP_WITHOUT_HELM();
@@ -153,6 +181,7 @@ TEST(HubChart, RbacIsExactlyTheHubTableOfTheDocs) {
       {"*", "", {"secrets"}, {}, {"get", "create"}},
       {"*", "", {"events"}, {}, {"create", "patch"}},
       {"tessel-system", "coordination.k8s.io", {"leases"}, {}, {"get", "create", "update"}},
+      {"tessel-system", "", {"pods"}, {}, {"list", "patch"}},
   });
   const auto held =
       grants_of_service_account(render_objects("tessel"), "tessel-system", "t-tessel");
