@@ -5,23 +5,18 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include "api/link_annotations.h"
 #include "kube/object.h"
+#include "tests/operator/placement_inputs.h"
 
 namespace tessel::controller {
 namespace {
 
-GpuNode gpu_node(const std::string& cluster, const std::string& name, int gpus,
-                 const std::string& region, const std::string& zone,
-                 const std::string& product = "NVIDIA-H100-80GB-HBM3") {
-  GpuNode n;
-  n.cluster = cluster;
-  n.name = name;
-  n.free_gpus = gpus;
-  n.region = region;
-  n.zone = zone;
-  n.gpu_product = product;
-  return n;
+// How many node pairs rest on a measurement, on a site aggregate (of those), on an estimate.
+std::array<int, 3> pair_counts(const ClusterTopology& c) {
+  return {c.measured_pairs, c.aggregated_pairs, c.estimated_pairs};
 }
 
 void measure(GpuNode& node, const std::string& peer, double rtt_ms, double gbps) {
@@ -116,9 +111,7 @@ TEST(ClusterTopology, AggregatesStandForTheNodesNotListedAndANamedMeasurementWin
   EXPECT_DOUBLE_EQ(t.latency_ms(4, 0), 30);
   // a/n1 published no aggregate for c: a/n1 - c/k1 is estimated; so are the pairs a/n1 is not in.
   EXPECT_DOUBLE_EQ(t.bandwidth_gbps(0, 5), LinkEstimates{}.other_region.bandwidth_gbps);
-  EXPECT_EQ(c.measured_pairs, 4);
-  EXPECT_EQ(c.aggregated_pairs, 2);
-  EXPECT_EQ(c.estimated_pairs, 11);
+  EXPECT_EQ(pair_counts(c), (std::array{4, 2, 11}));
   ASSERT_EQ(c.notes.size(), 1u);
   EXPECT_EQ(c.notes[0],
             "2 node pairs rest on site aggregates, not on a measurement of the pair: a node's "
@@ -140,9 +133,7 @@ TEST(ClusterTopology, APairTakesTheSlowerDirectionWhetherNamedOrAggregate) {
   // a/n1 - b/m2: both directions aggregates, the slower of 4 and 6.
   EXPECT_DOUBLE_EQ(c.topology.bandwidth_gbps(0, 2), 4);
   EXPECT_DOUBLE_EQ(c.topology.latency_ms(2, 0), 25);
-  EXPECT_EQ(c.measured_pairs, 2);
-  EXPECT_EQ(c.aggregated_pairs, 2);
-  EXPECT_EQ(c.estimated_pairs, 1);  // b/m1 - b/m2
+  EXPECT_EQ(pair_counts(c), (std::array{2, 2, 1}));  // estimated: b/m1 - b/m2
   ASSERT_EQ(c.notes.size(), 1u);
   EXPECT_NE(c.notes[0].find("(written by a/n1, b/m2)"), std::string::npos) << c.notes[0];
 }
@@ -154,9 +145,7 @@ TEST(ClusterTopology, TheAggregatesNoteNamesAFewWritersAndCountsTheRest) {
     measure(nodes.back(), "*", 0.5, 10);
   }
   const ClusterTopology c = build_cluster_topology(nodes);
-  EXPECT_EQ(c.measured_pairs, 15);
-  EXPECT_EQ(c.aggregated_pairs, 15);
-  EXPECT_EQ(c.estimated_pairs, 0);
+  EXPECT_EQ(pair_counts(c), (std::array{15, 15, 0}));
   ASSERT_EQ(c.notes.size(), 1u);
   EXPECT_EQ(c.notes[0],
             "15 node pairs rest on site aggregates, not on a measurement of the pair: a node's "

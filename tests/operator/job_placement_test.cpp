@@ -9,39 +9,12 @@
 
 #include "api/link_annotations.h"
 #include "kube/object.h"
+#include "tests/operator/placement_inputs.h"
 
 namespace tessel::controller {
 namespace {
 
 using nlohmann::json;
-
-GpuNode gpu_node(const std::string& cluster, const std::string& name, int gpus,
-                 const std::string& region) {
-  GpuNode n;
-  n.cluster = cluster;
-  n.name = name;
-  n.free_gpus = gpus;
-  n.region = region;
-  n.zone = region + "a";
-  n.gpu_product = "NVIDIA-H100-80GB-HBM3";
-  return n;
-}
-
-api::TrainingJob job(int stages, int replicas, int layers = 4) {
-  json object = {
-      {"apiVersion", "tessel.dev/v1alpha1"},
-      {"kind", "TrainingJob"},
-      {"metadata", {{"name", "fables"}, {"namespace", "ml"}, {"generation", 3}}},
-      {"spec",
-       {{"model",
-         {{"layers", layers}, {"hidden", 128}, {"heads", 4}, {"seqLen", 64}, {"vocab", 256}}},
-        {"parallelism", {{"stages", stages}, {"replicas", replicas}}},
-        {"batch", {{"microBatch", 2}, {"globalBatch", 4 * replicas}}},
-        {"training", {{"steps", 10}}},
-        {"data", {{"synthetic", {{"seed", 1}}}}},
-        {"placement", {{"evaluations", 300}}}}}};
-  return api::parse_trainingjob(object, "test job");
-}
 
 int sum_free(const std::vector<GpuNode>& nodes) {
   int n = 0;
@@ -84,7 +57,7 @@ TEST(ChooseGpus, NotEnoughSaysHowManyAreNeededAndFree) {
 TEST(PlaceJob, EveryTaskletOnOneChosenGpuAndTheSplitCoversTheModel) {
   const std::vector<GpuNode> nodes = {gpu_node("a", "a1", 1, "us"), gpu_node("a", "a2", 1, "us"),
                                       gpu_node("b", "b1", 1, "eu"), gpu_node("b", "b2", 1, "eu")};
-  const api::TrainingJob j = job(2, 2);
+  const api::TrainingJob j = small_job(2, 2);
   const JobPlacement placed = place_job(j, nodes);
   ASSERT_EQ(placed.tasklets.size(), 4u);
   std::set<std::string> used;
@@ -120,7 +93,7 @@ TEST(PlaceJob, ASlowLinkBetweenClustersKeepsEachStageGroupInsideOneCluster) {
     }
     n.annotations[api::kLinksAnnotation] = api::format_node_links(links);
   }
-  const api::TrainingJob j = job(2, 2);
+  const api::TrainingJob j = small_job(2, 2);
   const JobPlacement placed = place_job(j, nodes);
   EXPECT_EQ(placed.topology.measured_pairs, 6);
   EXPECT_EQ(placed.topology.estimated_pairs, 0);
@@ -135,7 +108,7 @@ TEST(PlaceJob, ASlowLinkBetweenClustersKeepsEachStageGroupInsideOneCluster) {
 
 TEST(PlacementStatus, ReadsBackIntoTheSameTasklets) {
   const std::vector<GpuNode> nodes = {gpu_node("a", "a1", 2, "us"), gpu_node("b", "b1", 2, "eu")};
-  const api::TrainingJob j = job(2, 2);
+  const api::TrainingJob j = small_job(2, 2);
   const JobPlacement placed = place_job(j, nodes);
   const json status = placement_status(placed, j);
   EXPECT_EQ(status["generation"], 3);
@@ -155,7 +128,7 @@ TEST(PlacementStatus, ReadsBackIntoTheSameTasklets) {
 }
 
 TEST(PlacementStatus, AStatusThatDoesNotFitTheJobGivesNoTasklets) {
-  const api::TrainingJob j = job(2, 2);
+  const api::TrainingJob j = small_job(2, 2);
   EXPECT_TRUE(tasklets_from_status(json::object(), j).empty());
   EXPECT_TRUE(tasklets_from_status(json{{"stages", "x"}}, j).empty());
   json one_stage = {{"stages",

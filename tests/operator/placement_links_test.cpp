@@ -9,37 +9,20 @@
 
 #include "api/link_annotations.h"
 #include "kube/object.h"
+#include "tests/operator/placement_inputs.h"
 
 namespace tessel::controller {
 namespace {
 
 using nlohmann::json;
 
+// A node of H100s: cluster a's in region us, the others' in eu.
 GpuNode gpu_node(const std::string& cluster, const std::string& name, int gpus) {
-  GpuNode n;
-  n.cluster = cluster;
-  n.name = name;
-  n.free_gpus = gpus;
-  n.region = cluster == "a" ? "us" : "eu";
-  n.zone = n.region + "a";
-  n.gpu_product = "NVIDIA-H100-80GB-HBM3";
-  return n;
+  return controller::gpu_node(cluster, name, gpus, cluster == "a" ? "us" : "eu");
 }
 
-api::TrainingJob job(int stages, int replicas) {
-  const json object = {
-      {"apiVersion", "tessel.dev/v1alpha1"},
-      {"kind", "TrainingJob"},
-      {"metadata", {{"name", "fables"}, {"namespace", "ml"}, {"generation", 1}}},
-      {"spec",
-       {{"model", {{"layers", 4}, {"hidden", 128}, {"heads", 4}, {"seqLen", 64}, {"vocab", 256}}},
-        {"parallelism", {{"stages", stages}, {"replicas", replicas}}},
-        {"batch", {{"microBatch", 2}, {"globalBatch", 4 * replicas}}},
-        {"training", {{"steps", 10}}},
-        {"data", {{"synthetic", {{"seed", 1}}}}},
-        {"placement", {{"evaluations", 200}}}}}};
-  return api::parse_trainingjob(object, "test job");
-}
+// The small job, searched with 200 evaluations.
+api::TrainingJob job(int stages, int replicas) { return small_job(stages, replicas, 4, 200); }
 
 // Every node of `nodes` measured its links to the others: `rtt_ms`/`gbps` inside a cluster,
 // `cross_rtt_ms`/`cross_gbps` across; the nodes of `unmeasured` wrote nothing.
