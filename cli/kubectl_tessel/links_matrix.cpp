@@ -51,7 +51,8 @@ struct Site {
 
 }  // namespace
 
-json links_view(const std::vector<MemberNodes>& members, const std::string& only_cluster) {
+json links_view(const std::vector<MemberNodes>& members, const std::string& only_cluster,
+                std::chrono::system_clock::time_point now) {
   std::vector<MemberNodes> sorted = members;
   std::sort(sorted.begin(), sorted.end(),
             [](const MemberNodes& a, const MemberNodes& b) { return a.cluster < b.cluster; });
@@ -122,6 +123,9 @@ json links_view(const std::vector<MemberNodes>& members, const std::string& only
       }
       if (it == links.peers.end()) continue;
       const api::LinkMeasurement& m = it->second;
+      // parse_node_links has checked `at`.
+      const auto at = api::parse_measured_at(m.measured_at).value_or(std::chrono::sys_seconds{});
+      const bool stale = now - at > kOperatorLinkMaxAge || at - now > kOperatorClockSkew;
       view["links"].push_back({{"from", from.name()},
                                {"to", to.name()},
                                {"gbps", m.bulk_gbps},
@@ -129,13 +133,20 @@ json links_view(const std::vector<MemberNodes>& members, const std::string& only
                                {"rttMs", m.rtt_p50_ms},
                                {"rttP90Ms", m.rtt_p90_ms},
                                {"source", source},
-                               {"at", m.measured_at}});
+                               {"at", m.measured_at},
+                               {"stale", stale}});
     }
   }
   return view;
 }
 
 namespace {
+
+// A figure's mark: '?' stale (the operator takes it as missing), '*' from an aggregate.
+std::string mark(const json& link) {
+  if (link["stale"].get<bool>()) return "?";
+  return link["source"] == "aggregated" ? "*" : " ";
+}
 
 // One matrix: the field `key` of each link as its cell.
 void render_matrix(std::ostringstream& out, const json& view, const char* key, size_t width) {
@@ -177,9 +188,9 @@ void render_matrix(std::ostringstream& out, const json& view, const char* key, s
           text = ". ";
         } else {
           const auto it = cells.find({from, columns[c]["name"].get<std::string>()});
-          text = it == cells.end() ? "- "
-                                   : number((*it->second)[key].get<double>(), 3) +
-                                         ((*it->second)["source"] == "aggregated" ? "*" : " ");
+          text = it == cells.end()
+                     ? "- "
+                     : number((*it->second)[key].get<double>(), 3) + mark(*it->second);
         }
         line += right(text, column_w);
       }
@@ -197,7 +208,8 @@ std::string render_links(const json& view, bool rtt, int width) {
     out << "No GPU node (allocatable nvidia.com/gpu) in the member clusters read.\n";
   } else {
     out << "Gbit/s (bulk) that each row's node measured to each column's node\n"
-           "(- unmeasured, * a figure of the row node's site aggregate):\n";
+           "(- unmeasured, * from the row node's site aggregate, ? older than 1 h: the\n"
+           "operator takes it as unmeasured):\n";
     render_matrix(out, view, "gbps", w);
     if (rtt) {
       out << "\nMedian round trip in ms, row to column:\n";

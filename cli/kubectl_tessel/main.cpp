@@ -54,8 +54,8 @@ int run(const std::string& command, const Options& o) {
     const json view = top_view(read_job(*hub, ns, o.job));
     print(view, o.output, o.output == "text" ? render_top(view) : "");
   } else {
-    const json view =
-        links_view(read_members(*hub, o.operator_namespace, client_options), o.cluster);
+    const json view = links_view(read_members(*hub, o.operator_namespace, client_options),
+                                 o.cluster, std::chrono::system_clock::now());
     print(view, o.output, o.output == "text" ? render_links(view, o.rtt) : "");
   }
   return 0;

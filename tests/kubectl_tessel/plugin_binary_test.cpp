@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -140,9 +141,15 @@ TEST_F(KubectlTesselBinary, LinksReadTheMembersNodesThroughTheirSecrets) {
                        {"kind", "MemberCluster"},
                        {"metadata", {{"name", name}}},
                        {"spec", {{"kubeconfigSecretRef", {{"name", name}}}}}});
+  // Measured now: fresh for the operator (an older figure would be marked stale).
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char at[32];
+  std::strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &utc);
   api::NodeLinks gpu1, gpu2;
-  gpu1.peers["gpu-2"] = {0.2, 0.3, 1.5, 9.5, "2026-11-26T00:12:03Z"};
-  gpu2.peers["*"] = {0.4, 0.5, 1.2, 7.5, "2026-11-26T00:12:03Z"};
+  gpu1.peers["gpu-2"] = {0.2, 0.3, 1.5, 9.5, at};
+  gpu2.peers["*"] = {0.4, 0.5, 1.2, 7.5, at};
   for (const auto& [node, links] : {std::pair{"gpu-1", gpu1}, std::pair{"gpu-2", gpu2}}) {
     testing::ProcessNodeOptions options;
     options.name = node;

@@ -24,6 +24,9 @@ namespace {
 
 using nlohmann::json;
 
+// The fixtures' measurements are from 2026-11-26T00:12:03Z, one from 20:00 the day before.
+const auto kNow =
+    std::chrono::sys_days{std::chrono::year{2026} / 11 / 26} + std::chrono::minutes(30);
 const std::string kDir = std::string(TESSEL_SOURCE_DIR) + "/tests/kubectl_tessel/";
 
 std::string read_text(const std::string& path) {
@@ -94,7 +97,7 @@ TEST(KubectlTesselGolden, Top) {
 }
 
 TEST(KubectlTesselGolden, LinksMatrix) {
-  const json view = links_view(members());
+  const json view = links_view(members(), "", kNow);
   const std::string text = render_links(view, /*rtt=*/false);
   expect_golden("links.txt", text);
   expect_fits(text);
@@ -103,14 +106,14 @@ TEST(KubectlTesselGolden, LinksMatrix) {
 }
 
 TEST(KubectlTesselGolden, LinksOfOneCluster) {
-  const std::string text = render_links(links_view(members(), "member-b"), /*rtt=*/false);
+  const std::string text = render_links(links_view(members(), "member-b", kNow), /*rtt=*/false);
   expect_golden("links_member_b.txt", text);
   expect_fits(text);
 }
 
 // What the matrix holds, cell by cell, whatever the golden files say.
 TEST(KubectlTesselLinks, NamedFiguresWinAggregatesFillTheRestOthersAreUnmeasured) {
-  const json view = links_view(members());
+  const json view = links_view(members(), "", kNow);
   const auto find = [&](const std::string& from, const std::string& to) -> const json* {
     for (const json& link : view["links"]) {
       if (link["from"] == from && link["to"] == to) return &link;
@@ -134,6 +137,11 @@ TEST(KubectlTesselLinks, NamedFiguresWinAggregatesFillTheRestOthersAreUnmeasured
     EXPECT_EQ(link["from"].get<std::string>().find("cpu-a3"), std::string::npos);
     EXPECT_EQ(link["to"].get<std::string>().find("cpu-a3"), std::string::npos);
   }
+  // Older than the operator's hour: shown, marked stale.
+  const json* old = find("member-a/gpu-a1", "member-b/gpu-b4");
+  ASSERT_NE(old, nullptr);
+  EXPECT_TRUE((*old)["stale"].get<bool>());
+  EXPECT_FALSE((*named)["stale"].get<bool>());
   ASSERT_EQ(view["unreadable"].size(), 1u);
   EXPECT_EQ(view["unreadable"][0]["cluster"], "member-c");
   bool refused = false;
@@ -149,7 +157,7 @@ TEST(KubectlTesselLinks, NamedFiguresWinAggregatesFillTheRestOthersAreUnmeasured
 
 TEST(KubectlTesselLinks, AnUnknownClusterIsNamedWithTheMembers) {
   try {
-    links_view(members(), "member-x");
+    links_view(members(), "member-x", kNow);
     FAIL() << "no error";
   } catch (const PluginError& e) {
     EXPECT_STREQ(e.what(),
