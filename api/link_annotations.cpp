@@ -94,15 +94,7 @@ std::optional<std::chrono::sys_seconds> parse_measured_at(const std::string& tex
 }
 
 NodeLinks parse_node_links(const std::string& value, const std::string& node) {
-  if (value.size() > kMaxLinksAnnotationBytes) {
-    throw ManifestError(
-        node, {{kField, "is " + std::to_string(value.size()) + " bytes, more than the limit of " +
-                            std::to_string(kMaxLinksAnnotationBytes)}});
-  }
-  const json document = json::parse(value, nullptr, false);
-  if (document.is_discarded() || !document.is_object()) {
-    throw ManifestError(node, {{kField, "is not a JSON object"}});
-  }
+  const json document = parse_json_object(value, kMaxLinksAnnotationBytes, kField, node);
   const json& version = field_of(document, "version");
   if (version != 1) {
     throw ManifestError(node,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <regex>
 
+#include "api/manifest_error.h"
 #include "placement/limits.h"
 
 namespace tessel::api {
@@ -38,6 +39,20 @@ std::string describe_json_value(const json& value) {
   }
   if (value.is_object()) return "an object of " + std::to_string(value.size()) + " fields";
   return value.type_name();
+}
+
+json parse_json_object(const std::string& text, size_t max_bytes, const std::string& field,
+                       const std::string& source) {
+  if (text.size() > max_bytes) {
+    throw ManifestError(
+        source, {{field, "is " + std::to_string(text.size()) + " bytes, more than the limit of " +
+                             std::to_string(max_bytes)}});
+  }
+  json document = json::parse(text, nullptr, false);
+  if (document.is_discarded() || !document.is_object()) {
+    throw ManifestError(source, {{field, "is not a JSON object"}});
+  }
+  return document;
 }
 
 const json& field_of(const json& object, const char* key) {

@@ -1,6 +1,6 @@
-// The pieces every api/ parser of a hand-written or hostile document shares to check names and
-// to write its FieldErrors: a DNS subdomain name, a value shown without printing it whole, and
-// how many errors one document lists.
+// The pieces every api/ parser of a hand-written or hostile JSON document shares to read it, check
+// names and write its FieldErrors: a bounded parse, a DNS subdomain name, a value shown without
+// printing it whole, and how many errors one document lists.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +27,11 @@ std::string shown_text(const std::string& text);
 // placement::number_text writes it, a string quoted and shown_text'ed, a list of at most 4
 // scalars item by item, a longer list or an object by its size, else its type name ("null").
 std::string describe_json_value(const nlohmann::json& value);
+
+// `text` parsed as a JSON object. Throws ManifestError for `source` naming `field` when it is
+// longer than `max_bytes` (checked before parsing) or not a JSON object.
+nlohmann::json parse_json_object(const std::string& text, size_t max_bytes,
+                                 const std::string& field, const std::string& source);
 
 // A field of an object, or null: by reference, since copying a value nested 100,000 deep (as
 // json::value() does) recurses as deep.

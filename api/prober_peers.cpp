@@ -62,15 +62,7 @@ std::string bad_peer_name(const json& name, const std::string& cluster) {
 }  // namespace
 
 ProberPeers parse_prober_peers(const std::string& text, const std::string& source) {
-  if (text.size() > kMaxProberPeersBytes) {
-    throw ManifestError(
-        source, {{kField, "is " + std::to_string(text.size()) + " bytes, more than the limit of " +
-                              std::to_string(kMaxProberPeersBytes)}});
-  }
-  const json document = json::parse(text, nullptr, false);
-  if (document.is_discarded() || !document.is_object()) {
-    throw ManifestError(source, {{kField, "is not a JSON object"}});
-  }
+  const json document = parse_json_object(text, kMaxProberPeersBytes, kField, source);
   const json& version = field_of(document, "version");
   if (version != 1) {
     throw ManifestError(source, {{kField + ".version", "must be 1, got " + describe(version)}});
