@@ -130,7 +130,7 @@ std::vector<controller::StageFigures> JobProgressFold::stage_figures() const {
   // A map: the stage numbers come from the processes, and only the ranks are checked.
   std::map<int, controller::StageFigures> slowest;
   for (const Rank& rank : ranks_) {
-    if (rank.stage < 0 || rank.figures_step < 0) continue;
+    if (rank.stage < 0 || rank.replica < 0 || rank.figures_step < 0) continue;  // not in the job
     const double step_s = std::isfinite(rank.step_s) ? rank.step_s : 0;
     auto [it, inserted] = slowest.try_emplace(rank.stage);
     controller::StageFigures& figures = it->second;

@@ -89,6 +89,19 @@ TEST(JobProgressStages, ARestartedProcessForgetsItsPredecessorsFigures) {
   EXPECT_DOUBLE_EQ(fold.progress().stages[0].step_s, 1.5);
 }
 
+TEST(JobProgressStages, ARankOutsideThePipelineIsLeftOut) {
+  JobProgressFold fold(6);
+  pb::StageEvent outside = step_event(4, 1, 9.0, 0.5, 3.0);
+  outside.mutable_tasklet()->set_replica(-1);  // "not part of the job" (progress.proto)
+  fold.add(outside);
+  EXPECT_TRUE(fold.progress().stages.empty());
+  outside.mutable_tasklet()->set_replica(1);
+  outside.mutable_tasklet()->set_stage(-1);
+  outside.mutable_tasklet()->set_incarnation(2);
+  fold.add(outside);
+  EXPECT_TRUE(fold.progress().stages.empty());
+}
+
 TEST(JobProgressStages, TheStatusShowsEachStageRoundedAndBounded) {
   JobProgressFold fold(6);
   fold.add(step_event(0, 3, 1.23456789, 0.312345, 0.0456789));
