@@ -32,6 +32,7 @@
 #include "noderuntime/prober/probe_server.h"
 #include "noderuntime/transport/socket.h"
 #include "tests/kubectl/child_process.h"
+#include "tests/prober/prober_test_support.h"
 #include "tests/support/test_cluster.h"
 
 namespace tessel::prober {
@@ -191,11 +192,7 @@ class ProberDaemons : public ::testing::Test {
   std::unique_ptr<ProbeServer> start_cross_peer(
       const std::string& name,
       std::chrono::milliseconds io_timeout = ProbeServerOptions{}.io_timeout) {
-    ProbeServerOptions server_options;
-    server_options.secret = kSecret;
-    server_options.io_timeout = io_timeout;
-    auto server =
-        std::make_unique<ProbeServer>(transport::TcpListener::bind("127.0.0.1", 0), server_options);
+    auto server = start_probe_server(kSecret, io_timeout);
     api::ProberPeers peers;
     peers.cluster = "member-a";
     peers.peers = {{name, "127.0.0.1", server->port()}};
