@@ -128,10 +128,7 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
       errors.push_back({at, "must be an object, got " + describe_json_value(entry)});
       continue;
     }
-    for (const auto& [key, unused] : entry.items()) {
-      if (key != "rttMs" && key != "gbps" && key != "at")
-        errors.push_back({at + "." + shown_text(key), "unknown field"});
-    }
+    add_unknown_field_errors(entry, {"rttMs", "gbps", "at"}, at, errors);
     LinkMeasurement m;
     const json &rtt = field_of(entry, "rttMs"), &gbps = field_of(entry, "gbps");
     const auto in_range = [&](double x, double lo, double hi, const std::string& field,

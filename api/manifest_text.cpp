@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <regex>
 
-#include "api/manifest_error.h"
 #include "placement/limits.h"
 
 namespace tessel::api {
@@ -53,6 +52,14 @@ json parse_json_object(const std::string& text, size_t max_bytes, const std::str
     throw ManifestError(source, {{field, "is not a JSON object"}});
   }
   return document;
+}
+
+void add_unknown_field_errors(const json& object, std::initializer_list<std::string_view> known,
+                              const std::string& at, std::vector<FieldError>& errors) {
+  for (const auto& [key, unused] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end())
+      errors.push_back({at + "." + shown_text(key), "unknown field"});
+  }
 }
 
 const json& field_of(const json& object, const char* key) {

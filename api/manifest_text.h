@@ -1,11 +1,16 @@
 // The pieces every api/ parser of a hand-written or hostile JSON document shares to read it, check
-// names and write its FieldErrors: a bounded parse, a DNS subdomain name, a value shown without
-// printing it whole, and how many errors one document lists.
+// names and write its FieldErrors: a bounded parse, unknown fields, a DNS subdomain name, a value
+// shown without printing it whole, and how many errors one document lists.
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/manifest_error.h"
 
 namespace tessel::api {
 
@@ -32,6 +37,12 @@ std::string describe_json_value(const nlohmann::json& value);
 // longer than `max_bytes` (checked before parsing) or not a JSON object.
 nlohmann::json parse_json_object(const std::string& text, size_t max_bytes,
                                  const std::string& field, const std::string& source);
+
+// An "unknown field" error named "<at>.<key>" (the key shown_text'ed) for each key of `object`
+// not in `known`, in the object's order.
+void add_unknown_field_errors(const nlohmann::json& object,
+                              std::initializer_list<std::string_view> known, const std::string& at,
+                              std::vector<FieldError>& errors);
 
 // A field of an object, or null: by reference, since copying a value nested 100,000 deep (as
 // json::value() does) recurses as deep.

@@ -68,10 +68,7 @@ ProberPeers parse_prober_peers(const std::string& text, const std::string& sourc
     throw ManifestError(source, {{kField + ".version", "must be 1, got " + describe(version)}});
   }
   std::vector<FieldError> errors;
-  for (const auto& [key, unused] : document.items()) {
-    if (key != "version" && key != "cluster" && key != "peers")
-      errors.push_back({kField + "." + shown_text(key), "unknown field"});
-  }
+  add_unknown_field_errors(document, {"version", "cluster", "peers"}, kField, errors);
   ProberPeers out;
   const json& cluster = field_of(document, "cluster");
   if (!cluster.is_string() || !is_dns_subdomain(cluster.get<std::string>())) {
@@ -105,10 +102,7 @@ ProberPeers parse_prober_peers(const std::string& text, const std::string& sourc
       errors.push_back({at, "must be an object, got " + describe(entry)});
       continue;
     }
-    for (const auto& [key, unused] : entry.items()) {
-      if (key != "name" && key != "host" && key != "port")
-        errors.push_back({at + "." + shown_text(key), "unknown field"});
-    }
+    add_unknown_field_errors(entry, {"name", "host", "port"}, at, errors);
     ProberPeer peer;
     const json& name = field_of(entry, "name");
     if (const std::string why = bad_peer_name(name, out.cluster); !why.empty()) {
