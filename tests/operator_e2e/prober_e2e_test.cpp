@@ -253,7 +253,42 @@ TEST_F(ProberE2e, ProbersAnnotateTheirNodesThePlacementUsesThemAndAStoppedOneAge
   }
   EXPECT_TRUE(crossed) << "four GPUs in two members, yet no link crosses them: " << links.dump();
 
-  // 4. A prober that stops answering (its process stopped: its pod still Running, its port
+  // 4. What kubectl-tessel shows of it: the placement with its measured links, the per-stage
+  // figures once the stages report, and the members' link matrix.
+  const auto plugin = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), KUBECTL_TESSEL_BINARY);
+    for (const std::string& flag : {"--kubeconfig=" + federation_->hub().kubeconfig_path(),
+                                    "--namespace=" + federation_->namespace_name()})
+      args.push_back(flag);
+    return run_process(args, std::chrono::seconds(60));
+  };
+  // The text fits a terminal (long names shortened); the JSON names every node.
+  const ProcessResult placement = plugin({"placement", "fables"});
+  EXPECT_EQ(placement.exit_code, 0) << placement.out << placement.err;
+  EXPECT_NE(placement.out.find("measured"), std::string::npos) << placement.out;
+  const ProcessResult placement_json = plugin({"placement", "fables", "-o", "json"});
+  EXPECT_EQ(placement_json.exit_code, 0) << placement_json.err;
+  for (const GpuNode& node : nodes)
+    EXPECT_NE(placement_json.out.find(node.name), std::string::npos)
+        << node.name << placement_json.out;
+  std::string top;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        const ProcessResult shown = plugin({"top", "fables", "-o", "json"});
+        top = shown.out + shown.err;
+        return shown.exit_code == 0 &&
+               json::parse(shown.out).value("stages", json::array()).size() == 2;
+      },
+      kPlacedTimeout))
+      << "kubectl tessel top fables -o json:\n"
+      << top;
+  const ProcessResult matrix =
+      plugin({"links", "-o", "json", "--operator-namespace=" + federation_->namespace_name()});
+  EXPECT_EQ(matrix.exit_code, 0) << matrix.out << matrix.err;
+  for (const GpuNode& node : nodes)
+    EXPECT_NE(matrix.out.find(node.name), std::string::npos) << node.name << matrix.out;
+
+  // 5. A prober that stops answering (its process stopped: its pod still Running, its port
   // still open) ages out of every peer's annotation.
   const GpuNode& gone = nodes.back();
   stopped_ = prober_pid(ports_.at(gone.name));
