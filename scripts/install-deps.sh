@@ -13,6 +13,10 @@ packages=(
   libcpprest-dev  # the operator's HTTPS server (admission webhook)
   python3  # bench/gpu's table script, checked by a smoke test; the operator demo
   curl  # the operator demo waits for its /healthz
+  # The container images (scripts/build-images.sh, ctest label images): Debian bases made by
+  # mmdebstrap, images built by buildah and run by podman with runc, all as root (so neither
+  # uidmap nor slirp4netns).
+  mmdebstrap buildah podman runc
 )
 # Tests of what users type run the real kubectl: whichever is on PATH, else Debian's.
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
