@@ -93,7 +93,7 @@ make_base "$slim_base" "$cache/debian-slim-$release.tar" \
 make_base "$build_base" "$cache/debian-build-$release.tar" \
   --variant=minbase --include=binutils,ca-certificates
 
-# --- the build context: the binaries, images/common, and the libraries Debian lacks ---------------
+# --- the build context: the binaries, images/common, examples/, the libraries Debian lacks -------
 rm -rf "$context"
 mkdir -p "$context/host-libs"
 link_or_copy() { cp -l "$1" "$2" 2>/dev/null || cp "$1" "$2"; }
@@ -101,6 +101,7 @@ for name in operator stage prober; do
   link_or_copy "${binary[$name]}" "$context/$(basename "${binary[$name]}")"
 done
 cp -r "$repo/images/common" "$context/common"
+cp -r "$repo/examples" "$context/examples"  # the stage image ships them (its Dockerfile says why)
 # tessel-stage's libraries that no Debian package holds (the host's CUDA runtime, cuBLASLt,
 # NCCL when it was built with them), at the paths the host's loader found them.
 while read -r name path; do

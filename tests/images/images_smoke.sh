@@ -109,16 +109,18 @@ echo "ok: $image serves /healthz ($healthz) and /readyz ($readyz) over HTTPS, th
   "verifying it, its caches synced from the API test server"
 
 # --- the stage image training -------------------------------------------------------------------
-# tessel local starts each rank as `<stage binary> --job ... --rank R ...` in this folder; here
-# the "binary" runs the image instead, with the host's network (the ranks' links) and the
-# output folder handed to the image's user (:U), as a pod's volumes are by fsGroup.
+# tessel local starts each rank as `<stage binary> --job ... --rank R ...`; here the "binary"
+# runs the image instead, with the host's network (the ranks' links) and the output folder
+# handed to the image's user (:U), as a pod's volumes are by fsGroup. The job file names its
+# data as examples/local/../data/fables.txt, relative: the ranks start in /usr/share/tessel, so
+# they read the examples the image ships.
 mkdir "$work/fables"
 wrapper="$work/tessel-stage-in-podman"
 {
   echo '#!/usr/bin/env bash'
   printf 'exec'
   printf ' %q' "${run[@]}" --network host -v "$work/fables:$work/fables:U" \
-    -v "$repo:$repo:ro" -w "$repo" "docker.io/tessel/stage:$version"
+    -w /usr/share/tessel "docker.io/tessel/stage:$version"
   echo ' "$@"'
 } >"$wrapper"
 chmod +x "$wrapper"
