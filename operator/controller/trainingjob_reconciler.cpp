@@ -223,7 +223,6 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
           progress_status(*last, job.spec.training.steps,
                           double(job.spec.global_batch) * job.spec.model.seq_len, now_text());
     }
-    stages_.unregister_job(key);
     std::string message = "The stage pods are stopped";
     if (status.contains("progress") && status["progress"].contains("lastCheckpointStep")) {
       message += "; training resumes from the checkpoint of step " +
@@ -242,7 +241,7 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
       set_condition(conditions, {"Placed", "False", "Suspended", message + "."}, generation,
                     now_text());
     }
-    return write_status(object, std::move(status), {});
+    return write_final_status(key, object, std::move(status));
   }
   if (find_condition(conditions, "Suspended")) {
     set_condition(conditions, {"Suspended", "False", "Resumed", "The job is not suspended."},
@@ -345,8 +344,7 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
                     ? "; final loss " + std::to_string(progress->loss)
                     : std::string()) +
                ".");
-    stages_.unregister_job(key);
-    return write_status(object, std::move(status), {});
+    return write_final_status(key, object, std::move(status));
   }
   if (gang.failed) return fail_attempt(job, status, *gang.failed);
   if (progress && !progress->failures.empty()) {
@@ -688,6 +686,15 @@ kube::ReconcileResult TrainingJobReconciler::write_status(const json& job, json 
     throw;
   }
   return then;
+}
+
+kube::ReconcileResult TrainingJobReconciler::write_final_status(const std::string& key,
+                                                                const json& job, json status) {
+  const kube::ReconcileResult result = write_status(job, std::move(status), {});
+  // A conflict retries with the fold still there: let go first, and the retry would write the
+  // progress of a fresh, empty registration (step 0) over the one the stages reported.
+  if (!result.requeue) stages_.unregister_job(key);
+  return result;
 }
 
 std::vector<GpuNode> TrainingJobReconciler::candidates(const api::TrainingJob& job,

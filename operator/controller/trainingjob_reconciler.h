@@ -94,6 +94,10 @@ class TrainingJobReconciler {
   kube::ReconcileResult start(const api::TrainingJob& job, nlohmann::json& status);
   kube::ReconcileResult fail_attempt(const api::TrainingJob& job, nlohmann::json& status,
                                      const std::string& why);
+  // The status that ends the job's reporting (Succeeded, or Suspended with its pods gone), then
+  // its progress let go, once written.
+  kube::ReconcileResult write_final_status(const std::string& key, const nlohmann::json& job,
+                                           nlohmann::json status);
   kube::ReconcileResult write_status(const nlohmann::json& job, nlohmann::json status,
                                      kube::ReconcileResult then);
 

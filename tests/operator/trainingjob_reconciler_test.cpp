@@ -311,5 +311,39 @@ TEST_F(TrainingJobReconcilerTest, RunningFoldsProgressThenSucceeds) {
   EXPECT_NE(std::find(gone.begin(), gone.end(), key("run")), gone.end());
 }
 
+// A Succeeded status whose write conflicts (the cache is behind the API) is retried with the
+// stages' progress still there: the retry writes the step they reported, not the step 0 of a
+// fresh registration.
+TEST_F(TrainingJobReconcilerTest, ASucceededWriteThatConflictsKeepsTheProgressForTheRetry) {
+  add_node(0, "a1", 2);
+  add_node(1, "b1", 2);
+  create_and_place(job_manifest("racy", 2, 2));
+  set_phase("Succeeded");
+  JobProgress progress;
+  progress.world_size = 4;
+  progress.started = progress.done = 4;
+  progress.step = progress.total_steps = 40;
+  progress.last_checkpoint_step = 40;
+  stages_.set_progress(key("racy"), progress);
+  sync_job("racy");
+  sync_members();
+  // Changed behind the cache (its informer stopped, so that it stays behind): the status write
+  // from the cached object conflicts.
+  informer_->stop();
+  hub_->admin().patch(jobs_, ns_, "racy", kube::PatchType::kMerge,
+                      {{"metadata", {{"annotations", {{"example.com/touched", "yes"}}}}}});
+  const kube::ReconcileResult conflicted = reconciler_->reconcile(key("racy"));
+  EXPECT_TRUE(conflicted.requeue);
+  EXPECT_NE(phase(job("racy")), "Succeeded");
+  EXPECT_TRUE(stages_.registration(key("racy")).has_value()) << "let go before it was written";
+
+  informer_->store().update(job("racy"));  // the cache catches up
+  reconciler_->reconcile(key("racy"));
+  const json current = job("racy");
+  EXPECT_EQ(phase(current), "Succeeded") << current["status"].dump();
+  EXPECT_EQ(current["status"]["progress"]["step"], 40) << current["status"].dump();
+  EXPECT_FALSE(stages_.registration(key("racy")).has_value());
+}
+
 }  // namespace
 }  // namespace tessel::controller::reconciler_test
