@@ -11,18 +11,18 @@
 #include "placement/gpu_models.h"
 
 namespace tessel::controller {
-namespace {
-
-std::string key_of(const std::string& cluster, const std::string& node) {
+std::string site_name(const std::string& cluster, const std::string& node) {
   return cluster + "/" + node;
 }
+
+namespace {
 
 // What a peer in `writer`'s annotation stands for: a node by "<cluster>/<node>", an aggregate
 // by the cluster's name ("*": the writer's own; parse_node_links refused "<own cluster>/*").
 std::string peer_key(const GpuNode& writer, const std::string& peer) {
   if (peer == "*") return writer.cluster;
   if (api::is_aggregate(peer)) return peer.substr(0, peer.size() - 2);
-  return peer.find('/') == std::string::npos ? key_of(writer.cluster, peer) : peer;
+  return peer.find('/') == std::string::npos ? site_name(writer.cluster, peer) : peer;
 }
 
 // The worse of two directions: the larger latency, the smaller bandwidth (a pipeline hop and
@@ -138,7 +138,7 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
   std::map<std::pair<std::string, std::string>, placement::Link> measured, aggregated;
   std::set<std::pair<std::string, std::string>> listed;
   for (const GpuNode& node : nodes) {
-    const std::string self = key_of(node.cluster, node.name);
+    const std::string self = site_name(node.cluster, node.name);
     const auto annotation = node.annotations.find(api::kLinksAnnotation);
     if (annotation == node.annotations.end()) continue;
     api::NodeLinks links;
@@ -184,7 +184,7 @@ ClusterTopology build_cluster_topology(const std::vector<GpuNode>& nodes,
   std::map<std::string, const placement::GpuType*> types;
   for (const GpuNode& node : nodes) {
     placement::Site site;
-    site.name = key_of(node.cluster, node.name);
+    site.name = site_name(node.cluster, node.name);
     site.kind = "node";
     site.gpus = node.free_gpus;
     t.sites.push_back(site);

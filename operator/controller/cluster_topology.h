@@ -51,6 +51,10 @@ struct RejectedLinks {
   std::string reason;
 };
 
+// A node's site name in the topology (and in pair_sources, status.placement.links):
+// "<cluster>/<node>".
+std::string site_name(const std::string& cluster, const std::string& node);
+
 // Where a device (an index of the topology) is: cluster, node, and the GPU's index among the
 // node's free GPUs.
 struct DevicePlace {

@@ -15,7 +15,7 @@ struct PairUse {
   bool pipeline = false, data_parallel = false;
 };
 
-std::string site_of(const DevicePlace& place) { return place.cluster + "/" + place.node; }
+std::string site_of(const DevicePlace& place) { return site_name(place.cluster, place.node); }
 
 }  // namespace
 
