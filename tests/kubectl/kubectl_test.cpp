@@ -185,8 +185,12 @@ TEST_F(KubectlTest, PatchesTheStatusSubresource) {
 TEST_F(KubectlTest, WatchPrintsARowForEveryChange) {
   create_job("gpt-small", 2);
   std::unique_ptr<ChildProcess> watch = kubectl_->start({"get", "testjobs", "--watch"});
-  const auto rows_with = [](std::size_t count) {
-    return [count](const std::string& out) { return rows_named(out, "gpt-small").size() >= count; };
+  // The rows printed whole: a read may end inside a line kubectl is still writing.
+  const auto printed = [](const std::string& out) {
+    return rows_named(out.substr(0, out.rfind('\n') + 1), "gpt-small");
+  };
+  const auto rows_with = [&](std::size_t count) {
+    return [count, &printed](const std::string& out) { return printed(out).size() >= count; };
   };
   ASSERT_TRUE(watch->read_until(rows_with(1), kWatchTimeout)) << "stdout:\n"
                                                               << watch->out() << "stderr:\n"
@@ -200,7 +204,7 @@ TEST_F(KubectlTest, WatchPrintsARowForEveryChange) {
   ASSERT_TRUE(watch->read_until(rows_with(2), kWatchTimeout)) << "stdout:\n"
                                                               << watch->out() << "stderr:\n"
                                                               << watch->err();
-  EXPECT_EQ(rows_named(watch->out(), "gpt-small")[1][2], "3");
+  EXPECT_EQ(printed(watch->out())[1][2], "3");
 
   const ProcessResult stopped = watch->stop();
   EXPECT_FALSE(stopped.timed_out) << describe(stopped);
