@@ -18,10 +18,14 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 for name in "${names[@]}"; do
-  path=$(find "$build" -name "$name" -type f -perm -u+x | head -1)
+  # The newest of that name: a build folder also holds older copies (the images' context).
+  path=$(find "$build" -name "$name" -type f -perm -u+x -printf '%T@ %p\n' | sort -nr |
+    head -1 | cut -d' ' -f2-)
   [ -n "$path" ] || { echo "pack_prebuilt: $name is not built in $build" >&2; exit 1; }
   cp "$path" "$stage/bin/"
 done
+# Debug information stays here: it would take most of what a GPU call may carry.
+strip --strip-debug "$stage"/bin/*
 # Every library they load but the C runtime's own and CUDA's (cudart, cublasLt and NCCL, which
 # the GPU image has): OpenBLAS, gRPC, protobuf, yaml-cpp, abseil and the rest.
 for exe in "$stage"/bin/*; do

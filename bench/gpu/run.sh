@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# One command on a GPU machine: builds the CUDA kernels, their tests and their benchmark (only
-# those targets, -j16), runs the tests (tests/cuda against the CPU twins), the benchmark
-# (bench/kernels/cuda_kernels_bench) and the PyTorch comparison (bench/gpu/torch_ops_bench.py),
-# and writes the combined markdown table into docs/benchmarks.md between its cuda-kernels-table
-# markers. Exits with the tests' status.
+# One command on a GPU machine, within 8 minutes: builds the CUDA kernels, their tests and their
+# benchmark (only those targets, -j16; or takes them prebuilt), runs the tests (tests/cuda
+# against the CPU twins), the benchmark (bench/kernels/cuda_kernels_bench) and the PyTorch
+# comparison (bench/gpu/torch_ops_bench.py), and writes the combined markdown table into
+# docs/benchmarks.md between its cuda-kernels-table markers. Exits non-zero when a test failed.
 #
 # $OUT (default build-gpu/out) receives three files, for a machine whose tree is not kept:
 # kernels_benchmark.md (the table), benchmarks.md (the updated document) and logs.tar.gz (every
@@ -13,7 +13,13 @@
 # project in bench/gpu/CMakeLists.txt, with GoogleTest and OpenBLAS from the system or from
 # .gpu-deps/ (made by bench/gpu/fetch_deps.sh and copied along).
 #
-# Environment: OUT, ITERS (timed runs per op, default 30), MODELS (default gpt2-124m,gpt3-1.3b).
+# Then, unless RUNTIME=0, bench/gpu/runtime_call.sh: the stage runtime's CUDA backend against the
+# CPU's, NCCL, and the training benchmark against PyTorch (its files land in $OUT too; it needs
+# the runtime's executables in the prebuilt bundle: bench/gpu/pack_prebuilt.sh build cuda_tests
+# cuda_kernels_bench tessel tessel-stage stage_cuda_tests transport_tests).
+#
+# Environment: OUT, ITERS (timed runs per op, default 30), MODELS (default gpt2-124m,gpt3-1.3b),
+# RUNTIME (default 1), and runtime_call.sh's BUDGET and TRAIN_ARGS.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -62,4 +68,11 @@ python3 bench/gpu/combine_tables.py "$logs/cuda_kernels.jsonl" "${torch_rows[@]}
 cat "$out/kernels_benchmark.md"
 python3 bench/gpu/put_table.py docs/benchmarks.md "$out/kernels_benchmark.md" &&
   cp docs/benchmarks.md "$out/benchmarks.md" && log "wrote the table into docs/benchmarks.md"
+
+runtime_status=0
+if [ "${RUNTIME:-1}" = 1 ]; then
+  log "the stage runtime on the GPU (bench/gpu/runtime_call.sh)"
+  bash bench/gpu/runtime_call.sh || runtime_status=1
+fi
+[ "$tests_status" = 0 ] && exit "$runtime_status"
 exit "$tests_status"

@@ -10,6 +10,8 @@
 // Bytes are the fewest a kernel must move: each input read once, each output written once.
 //
 // Usage: cuda_kernels_bench [--warmup N] [--iters N] [--models gpt2-124m,gpt3-1.3b]
+//                           [--ops encoder,layernorm,matmul,attention,gelu,residual,
+//                                  cross_entropy,optimizer]   (default: all)
 //                           [--json FILE]   (one JSON object per row, for bench/gpu/)
 //        cuda_kernels_bench --smoke [--json FILE]   (a tiny model and small ceilings, one run
 //                           each: checks the driver itself, e.g. on the SIMT emulator)
@@ -51,6 +53,7 @@ struct Options {
   int warmup = 5;
   int iters = 30;
   std::vector<std::string> models = {"gpt2-124m", "gpt3-1.3b"};
+  std::vector<std::string> ops;  // groups of ops to time; empty: all
   std::string json_path;
   bool smoke = false;
 };
@@ -160,20 +163,29 @@ class ModelBench {
   ModelBench(const Model& m, Context& ctx, Timer& timer, std::vector<Row>& rows)
       : m_(m), ctx_(ctx), timer_(timer), rows_(rows), BT_(int64_t(m.B) * m.T) {}
 
-  void run_all() {
-    encoder();
-    layernorm();
-    for (const auto& [name, C, OC, gelu] :
-         {std::tuple{"qkv", m_.C, 3 * m_.C, false}, std::tuple{"attn proj", m_.C, m_.C, false},
-          std::tuple{"fc", m_.C, 4 * m_.C, true}, std::tuple{"fc proj", 4 * m_.C, m_.C, false}}) {
-      matmul(name, C, OC, true, gelu);
+  static constexpr const char* kGroups[] = {"encoder", "layernorm", "matmul",        "attention",
+                                            "gelu",    "residual",  "cross_entropy", "optimizer"};
+
+  // The groups of ops named in `ops` (all when it is empty), in the order of kGroups.
+  void run(const std::vector<std::string>& ops) {
+    const auto wanted = [&](const char* group) {
+      return ops.empty() || std::find(ops.begin(), ops.end(), group) != ops.end();
+    };
+    if (wanted("encoder")) encoder();
+    if (wanted("layernorm")) layernorm();
+    if (wanted("matmul")) {
+      for (const auto& [name, C, OC, gelu] :
+           {std::tuple{"qkv", m_.C, 3 * m_.C, false}, std::tuple{"attn proj", m_.C, m_.C, false},
+            std::tuple{"fc", m_.C, 4 * m_.C, true}, std::tuple{"fc proj", 4 * m_.C, m_.C, false}}) {
+        matmul(name, C, OC, true, gelu);
+      }
+      matmul("lm head", m_.C, m_.V, false, false);
     }
-    matmul("lm head", m_.C, m_.V, false, false);
-    attention();
-    gelu();
-    residual();
-    cross_entropy();
-    optimizer();
+    if (wanted("attention")) attention();
+    if (wanted("gelu")) gelu();
+    if (wanted("residual")) residual();
+    if (wanted("cross_entropy")) cross_entropy();
+    if (wanted("optimizer")) optimizer();
   }
 
  private:
@@ -420,6 +432,16 @@ std::optional<Options> parse(int argc, char** argv) {
       o.warmup = 0;
       o.iters = 1;
       o.models = {"smoke"};
+    } else if (arg == "--ops" && has_value) {
+      std::stringstream list(argv[++i]);
+      for (std::string name; std::getline(list, name, ',');) {
+        if (std::find(std::begin(ModelBench::kGroups), std::end(ModelBench::kGroups), name) ==
+            std::end(ModelBench::kGroups)) {
+          std::cerr << "cuda_kernels_bench: --ops: no group of ops named '" << name << "'\n";
+          return std::nullopt;
+        }
+        o.ops.push_back(name);
+      }
     } else if (arg == "--models" && has_value) {
       o.models.clear();
       std::stringstream list(argv[++i]);
@@ -437,7 +459,7 @@ int main(int argc, char** argv) {
   const std::optional<Options> options = parse(argc, argv);
   if (!options) {
     std::cerr << "usage: cuda_kernels_bench [--warmup N] [--iters N] "
-                 "[--models gpt2-124m,gpt3-1.3b] [--json FILE]\n"
+                 "[--models gpt2-124m,gpt3-1.3b] [--ops GROUP,...] [--json FILE]\n"
                  "       cuda_kernels_bench --smoke [--json FILE]\n";
     return 2;
   }
@@ -462,7 +484,7 @@ int main(int argc, char** argv) {
         continue;
       }
       std::cerr << "cuda_kernels_bench: " << model.name << "\n";
-      ModelBench(model, ctx, timer, rows).run_all();
+      ModelBench(model, ctx, timer, rows).run(options->ops);
     }
     std::cout << "GPU: " << prop.name << ". Measured ceilings: device-to-device copy "
               << fixed(ceilings.copy_gbps, 0) << " GB/s (read + write), bf16 GEMM "

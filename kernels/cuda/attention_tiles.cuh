@@ -13,8 +13,6 @@
 
 namespace tessel::kernels::cuda::detail {
 
-inline constexpr int kAttentionWarps = 4;
-inline constexpr int kAttentionThreads = kAttentionWarps * kWarpSize;
 inline constexpr float kLog2e = 1.4426950408889634f;
 
 // Shared-memory rows of a tile are HS + 8 elements apart: the 16 extra bytes shift each row by
@@ -49,13 +47,14 @@ inline void require_aligned16(const void* p, const char* op, const char* name) {
 
 // Queues cp.async copies of rows [row0, row0 + kRows) of one head's columns into `tile`
 // (kRows x kTileStride<HS> bf16). `head` points at row 0 of the head's first column, rows are
-// `row_stride` elements apart; rows at or past T are filled with zeros. All threads of the block
-// take part; the caller commits and waits.
-template <int kRows, int HS>
+// `row_stride` elements apart; rows at or past T are filled with zeros. All kThreads threads of
+// the block take part; the caller commits and waits.
+template <int kRows, int HS, int kThreads>
 __device__ __forceinline__ void load_tile(__nv_bfloat16* tile, const __nv_bfloat16* head,
                                           int64_t row_stride, int row0, int T) {
   constexpr int kChunks = HS / 8;  // 16-byte chunks per row
-  for (int i = threadIdx.x; i < kRows * kChunks; i += kAttentionThreads) {
+#pragma unroll
+  for (int i = threadIdx.x; i < kRows * kChunks; i += kThreads) {
     const int r = i / kChunks;
     const int chunk = i % kChunks;
     const int t = row0 + r;

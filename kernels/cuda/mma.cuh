@@ -1,6 +1,7 @@
 // Thin wrappers over the PTX the attention kernels use (internal to kernels/cuda; sm_80 and
 // later, so plain sm_90): asynchronous 16-byte copies into shared memory, ldmatrix, the bf16
-// tensor-core product mma.m16n8k16 with fp32 accumulators, and their plain 4-byte shared store.
+// tensor-core product mma.m16n8k16 with fp32 accumulators, their plain shared loads and stores,
+// and the two-float global atomic add of sm_90.
 // Under the SIMT emulator (tests/support/simt) each is the emulator's, which works from the PTX
 // ISA's own statement of these layouts and checks shared memory for races.
 //
@@ -43,6 +44,14 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 __device__ __forceinline__ void store_shared_b32(void* p, uint32_t value) {
   ::tessel::simt::note_shared_write(p, sizeof value);
   std::memcpy(p, &value, sizeof value);
+}
+__device__ __forceinline__ float2 load_shared_f32x2(const float* p) {
+  ::tessel::simt::note_shared_read(p, sizeof(float2));
+  return float2{p[0], p[1]};
+}
+__device__ __forceinline__ void atomic_add_f32x2(float* p, float x, float y) {
+  p[0] += x;
+  p[1] += y;
 }
 #else
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
@@ -93,6 +102,16 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
 // A 4-byte store to shared memory (the emulator checks it for races).
 __device__ __forceinline__ void store_shared_b32(void* p, uint32_t value) {
   *static_cast<uint32_t*>(p) = value;
+}
+
+// Two floats from shared memory, 8-byte aligned (the emulator checks the read for races).
+__device__ __forceinline__ float2 load_shared_f32x2(const float* p) {
+  return *reinterpret_cast<const float2*>(p);
+}
+
+// p[0] += x, p[1] += y in global memory as one vector atomic (sm_90); p 8-byte aligned.
+__device__ __forceinline__ void atomic_add_f32x2(float* p, float x, float y) {
+  atomicAdd(reinterpret_cast<float2*>(p), float2{x, y});
 }
 #endif
 
