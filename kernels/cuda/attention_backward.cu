@@ -332,8 +332,7 @@ __global__ void __launch_bounds__(Tiles::kThreads, Tiles::kMinBlocks)
     for (int n = 0; n < kDSpan / 8; ++n) {
       const int d = dg * kDSpan + n * 8 + 2 * t;
       if (query_lo < T) {
-        atomic_add_f32x2(dq_head + int64_t(query_lo) * C + d, acc[n][0] * scale,
-                         acc[n][1] * scale);
+        atomic_add_f32x2(dq_head + int64_t(query_lo) * C + d, acc[n][0] * scale, acc[n][1] * scale);
       }
       if (query_lo + 8 < T) {
         atomic_add_f32x2(dq_head + int64_t(query_lo + 8) * C + d, acc[n][2] * scale,
@@ -354,10 +353,8 @@ __global__ void __launch_bounds__(Tiles::kThreads, Tiles::kMinBlocks)
       for (int half = 0; half < 2; ++half) {
         const int key = warp_key0 + r * 16 + g + 8 * half;
         if (key >= T) continue;
-        auto* dk_pair =
-            reinterpret_cast<__nv_bfloat162*>(dk_head + int64_t(key) * row_stride + d);
-        auto* dv_pair =
-            reinterpret_cast<__nv_bfloat162*>(dv_head + int64_t(key) * row_stride + d);
+        auto* dk_pair = reinterpret_cast<__nv_bfloat162*>(dk_head + int64_t(key) * row_stride + d);
+        auto* dv_pair = reinterpret_cast<__nv_bfloat162*>(dv_head + int64_t(key) * row_stride + d);
         const float2 dk_old = __bfloat1622float2(*dk_pair);
         const float2 dv_old = __bfloat1622float2(*dv_pair);
         *dk_pair = __floats2bfloat162_rn(dk_old.x + dk[r][nd][2 * half] * scale,
@@ -392,22 +389,20 @@ void launch_backward(bf16* dinp, const bf16* dout, const bf16* inp, const bf16* 
   const int T_pad = int(ceil_div(T, kRowTermPad) * kRowTermPad);
   const size_t dq_bytes = (size_t(BT) * C * sizeof(float) + 255) / 256 * 256;
   const size_t row_terms = size_t(B) * NH * T_pad;
-  auto* scratch =
-      static_cast<char*>(ctx.scratch(dq_bytes + 2 * row_terms * sizeof(float)));
+  auto* scratch = static_cast<char*>(ctx.scratch(dq_bytes + 2 * row_terms * sizeof(float)));
   auto* dq = reinterpret_cast<float*>(scratch);
   auto* lse2 = reinterpret_cast<float*>(scratch + dq_bytes);
   float* delta = lse2 + row_terms;
 
-  TESSEL_LAUNCH(attention_row_terms_kernel<HS>, unsigned(ceil_div(int64_t(row_terms), 256)), 256,
-                0, stream)
+  TESSEL_LAUNCH(attention_row_terms_kernel<HS>, unsigned(ceil_div(int64_t(row_terms), 256)), 256, 0,
+                stream)
   (lse2, delta, dq, lse, dout, out, B, T, T_pad, C, NH);
   TESSEL_CUDA_CHECK_LAUNCH("attention_row_terms_kernel");
 
   constexpr size_t kShared = Tiles::kSharedBytes;
   constexpr auto backward_kernel = attention_backward_kernel<HS, Tiles>;
-  TESSEL_CUDA_CHECK(cudaFuncSetAttribute(backward_kernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(kShared)));
+  TESSEL_CUDA_CHECK(cudaFuncSetAttribute(
+      backward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kShared)));
   const dim3 grid(unsigned(ceil_div(T, Tiles::kKeyTile)), unsigned(B * NH));
   const float scale = 1.0f / std::sqrt(float(HS));
   TESSEL_LAUNCH(backward_kernel, grid, Tiles::kThreads, kShared, stream)

@@ -88,10 +88,10 @@ __global__ void __launch_bounds__(kThreads)
   const int key_tiles = int(ceil_div(min(q0 + kQTile, T), kKeyTile));
   for (int j = 0; j < key_tiles; ++j) {
     if (j + 1 < key_tiles) {
-      load_tile<kKeyTile, HS, kThreads>(k_tiles + ((j + 1) & 1) * kTileElements, k_head,
-                                        row_stride, (j + 1) * kKeyTile, T);
-      load_tile<kKeyTile, HS, kThreads>(v_tiles + ((j + 1) & 1) * kTileElements, v_head,
-                                        row_stride, (j + 1) * kKeyTile, T);
+      load_tile<kKeyTile, HS, kThreads>(k_tiles + ((j + 1) & 1) * kTileElements, k_head, row_stride,
+                                        (j + 1) * kKeyTile, T);
+      load_tile<kKeyTile, HS, kThreads>(v_tiles + ((j + 1) & 1) * kTileElements, v_head, row_stride,
+                                        (j + 1) * kKeyTile, T);
       cp_async_commit();
       cp_async_wait<1>();
     } else {
@@ -240,12 +240,11 @@ __global__ void __launch_bounds__(kThreads)
 
 template <int HS, int kM = kRowTiles<HS>>
 void launch_forward(bf16* out, float* lse, const bf16* inp, int B, int T, int C, int NH,
-                          Context& ctx) {
+                    Context& ctx) {
   constexpr size_t kShared = forward_shared_bytes<HS, kM>();
   constexpr auto forward_kernel = attention_forward_kernel<HS, kM>;
-  TESSEL_CUDA_CHECK(cudaFuncSetAttribute(forward_kernel,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         int(kShared)));
+  TESSEL_CUDA_CHECK(cudaFuncSetAttribute(
+      forward_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kShared)));
   const dim3 grid(unsigned(ceil_div(T, kQueryTile<kM>)), unsigned(B * NH));
   const float scale_log2 = kLog2e / std::sqrt(float(HS));
   TESSEL_LAUNCH(forward_kernel, grid, kThreads, kShared, ctx.stream())
