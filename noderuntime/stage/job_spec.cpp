@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "noderuntime/stage/parameter_layout.h"
+#include "noderuntime/stage/topology_links.h"
 #include "placement/schedule.h"
 #include "placement/topology.h"
 
@@ -248,7 +249,7 @@ transport::LinkShape parse_shape(const Section& s) {
 }
 
 // Every link shaped like the topology's link between the devices the two ranks run on.
-transport::LinkEmulator links_from_topology(const Section& l, int ranks) {
+transport::LinkEmulator parse_topology_links(const Section& l, int ranks) {
   const std::string path = l.required_string("topology");
   const json& devices = l.at("devices");
   if (!devices.is_array() || static_cast<int>(devices.size()) != ranks) {
@@ -261,8 +262,7 @@ transport::LinkEmulator links_from_topology(const Section& l, int ranks) {
     device_of_rank.push_back(d.get<int>());
   }
   try {
-    return transport::LinkEmulator::from_topology(placement::load_topology_file(path),
-                                                  device_of_rank);
+    return links_from_topology(placement::load_topology_file(path), device_of_rank);
   } catch (const std::exception& e) {
     l.fail("links.topology", e.what());
   }
@@ -276,7 +276,7 @@ void parse_links(const Section& root, const std::string& source, JobSpec& job) {
   transport::LinkEmulator links(n);
   if (l.has("topology") || l.has("devices")) {
     if (l.has("default")) l.fail("links.default", "cannot be combined with links.topology");
-    links = links_from_topology(l, n);
+    links = parse_topology_links(l, n);
   }
   if (l.has("default")) {
     const Section d = l.section("default");

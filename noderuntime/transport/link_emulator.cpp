@@ -66,28 +66,6 @@ LinkEmulator LinkEmulator::uniform(int ranks, LinkShape shape) {
   return links;
 }
 
-LinkEmulator LinkEmulator::from_topology(const placement::Topology& topology,
-                                         const std::vector<int>& device_of_rank) {
-  const int ranks = static_cast<int>(device_of_rank.size());
-  for (int r = 0; r < ranks; ++r) {
-    if (device_of_rank[r] < 0 || device_of_rank[r] >= topology.size()) {
-      throw TransportError("link emulator: device_of_rank[" + std::to_string(r) + "]: device " +
-                           std::to_string(device_of_rank[r]) + " is not in the topology (" +
-                           std::to_string(topology.size()) + " devices)");
-    }
-  }
-  LinkEmulator links(ranks);
-  for (int from = 0; from < ranks; ++from) {
-    for (int to = 0; to < ranks; ++to) {
-      const int a = device_of_rank[from], b = device_of_rank[to];
-      if (a == b) continue;
-      links.set(from, to,
-                {topology.bandwidth_gbps(a, b) * 1e9 / 8, topology.latency_ms(a, b) / 1e3});
-    }
-  }
-  return links;
-}
-
 void LinkEmulator::set(int from, int to, LinkShape shape) {
   check_shape(shape, "link " + std::to_string(from) + " -> " + std::to_string(to));
   shapes_[index(from, to)] = shape;

@@ -8,15 +8,13 @@
 // many pieces are in flight at once and latency is paid once per transfer, not per piece.
 // The TCP sender writes each piece to the socket at its delivery time.
 //
-// LinkEmulator is the table of shapes for every (from, to) pair, set explicitly or derived from
-// the placement topology and the device each rank runs on.
+// LinkEmulator is the table of shapes for every (from, to) pair (the stage runtime derives it from
+// the placement topology: noderuntime/stage/topology_links.h).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <vector>
-
-#include "placement/topology.h"
 
 namespace tessel::transport {
 
@@ -59,12 +57,6 @@ class LinkEmulator {
 
   // Every link the same shape.
   static LinkEmulator uniform(int ranks, LinkShape shape);
-
-  // Link from rank r to rank s shaped like the topology's link between device_of_rank[r] and
-  // device_of_rank[s] (Gbit/s -> bytes/s, ms -> s). Two ranks on one device are unshaped.
-  // Throws TransportError naming the rank whose device index is out of range.
-  static LinkEmulator from_topology(const placement::Topology& topology,
-                                    const std::vector<int>& device_of_rank);
 
   int ranks() const { return ranks_; }
   // Throw TransportError for a rank out of range or an invalid shape.

@@ -1,6 +1,6 @@
 // The link emulator's arithmetic, on virtual time points (no sleeping): the token bucket's
-// rate and burst, the delay line as a pipe, the shape table and its derivation from a
-// placement topology. The shaping of real sockets is in shaping_test.cpp.
+// rate and burst, the delay line as a pipe, the shape table. The shaping of real sockets is in
+// shaping_test.cpp; shapes from a placement topology in tests/stage/topology_links_test.cpp.
 #include "noderuntime/transport/link_emulator.h"
 
 #include <gtest/gtest.h>
@@ -115,31 +115,6 @@ TEST(LinkEmulator, NamesTheRankOrLinkAtFault) {
     EXPECT_TRUE(Contains(e.what(), "link 1 -> 0: latency_s must be finite and >= 0"));
   }
   EXPECT_THROW(LinkEmulator(0), TransportError);
-}
-
-TEST(LinkEmulator, DerivesShapesFromThePlacementTopology) {
-  const placement::Topology t = placement::load_topology_file(
-      std::string(TESSEL_SOURCE_DIR) + "/examples/topologies/4-regional-geo.yaml");
-  int virginia = -1, oregon = -1;
-  for (const auto& d : t.devices) {
-    if (d.site == "Virginia" && virginia < 0) virginia = d.id;
-    if (d.site == "Oregon" && oregon < 0) oregon = d.id;
-  }
-  ASSERT_GE(virginia, 0);
-  ASSERT_GE(oregon, 0);
-  // Ranks 0 and 2 share a device (unshaped between them); rank 1 is in Oregon.
-  const LinkEmulator links = LinkEmulator::from_topology(t, {virginia, oregon, virginia});
-  EXPECT_NEAR(links.shape(0, 1).bytes_per_s, 1.15e9 / 8, 1);  // 1.15 Gbit/s
-  EXPECT_NEAR(links.shape(0, 1).latency_s, 0.067, 1e-12);     // 67 ms
-  EXPECT_EQ(links.shape(1, 0), links.shape(0, 1));
-  EXPECT_FALSE(links.shape(0, 2).shaped());
-  try {
-    LinkEmulator::from_topology(t, {0, t.size()});
-    FAIL();
-  } catch (const TransportError& e) {
-    EXPECT_TRUE(Contains(e.what(), "device_of_rank[1]: device " + std::to_string(t.size()) +
-                                       " is not in the topology"));
-  }
 }
 
 }  // namespace
