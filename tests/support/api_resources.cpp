@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "tests/support/api_admission_config.h"
+#include "tests/support/api_install_resources.h"
 
 namespace tessel::testing {
 namespace {
@@ -129,6 +130,7 @@ ServedResources::ServedResources() {
   for (const kube::ResourceInfo& info : admission_resources()) {
     types_.push_back(builtin_type(info));
   }
+  for (const kube::ResourceInfo& info : install_resources()) types_.push_back(builtin_type(info));
 }
 
 std::shared_ptr<const ResourceType> ServedResources::find(const std::string& group,

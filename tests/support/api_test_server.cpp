@@ -15,6 +15,7 @@
 #include "tests/support/api_errors.h"
 #include "tests/support/api_garbage_collector.h"
 #include "tests/support/api_handler.h"
+#include "tests/support/api_rbac.h"
 #include "tests/support/http_server.h"
 
 namespace tessel::testing {
@@ -30,6 +31,10 @@ struct ApiTestServer::Impl {
         handler(store, resources, verbs, authenticator, options.git_version,
                 {options.default_watch_timeout, options.bookmark_interval}) {
     verbs.create_initial_objects();
+    if (options.authorization == Authorization::kRbac) {
+      create_bootstrap_policy();
+      handler.set_authorizer(RbacAuthorizer(store));
+    }
     if (!options.crd_directory.empty()) load_crds(options.crd_directory, verbs, resources);
     collector.emplace(store, resources, verbs);
     store.set_change_listener([this](const StoredEvent& change) { collector->observe(change); });
@@ -52,6 +57,13 @@ struct ApiTestServer::Impl {
     http.reset();  // no request runs past here
     store.set_change_listener(nullptr);
     collector.reset();
+  }
+
+  void create_bootstrap_policy() {
+    for (const json& object : rbac_bootstrap_policy()) {
+      const auto type = resources.find_kind(object.at("apiVersion"), object.at("kind"));
+      verbs.create({type, "", "", ""}, object, {false, "kube-apiserver", "Ignore"});
+    }
   }
 
   HttpServerResponse serve(const HttpServerRequest& request) {

@@ -42,6 +42,18 @@ struct RequestAttributes {
 // system:anonymous on resource requests (as RBAC with no anonymous bindings does).
 using Authorizer = std::function<bool(const RequestAttributes&)>;
 
+// How a server decides who may do what.
+enum class Authorization {
+  // Every authenticated user may do everything; system:anonymous only reads /healthz, /livez,
+  // /readyz and /version.
+  kAllowAuthenticated,
+  // As kube-apiserver with --authorization-mode=RBAC (api_rbac.h): system:masters may do
+  // everything, everyone else what the stored Roles, ClusterRoles and bindings grant. The
+  // server starts with the bootstrap policy's ClusterRoles and ClusterRoleBindings
+  // (cluster-admin, system:discovery, system:basic-user, system:public-info-viewer).
+  kRbac,
+};
+
 struct ApiTestServerOptions {
   bool tls = true;  // HTTPS with a CA of its own; false: plain HTTP
   // Bearer tokens the server accepts, and whose they are. A client certificate signed by the
@@ -69,6 +81,8 @@ struct ApiTestServerOptions {
   // How long a list asking for a resourceVersion the server has not reached waits for it
   // before answering 504 Timeout (kube-apiserver waits 3 s).
   std::chrono::milliseconds future_resource_version_wait{3000};
+  // The authorizer the server starts with (set_authorizer replaces it).
+  Authorization authorization = Authorization::kAllowAuthenticated;
 };
 
 class ApiTestServer {
@@ -97,6 +111,8 @@ class ApiTestServer {
   std::string write_kubeconfig(const std::string& path, const std::string& token = "admin-token",
                                const std::string& default_namespace = "default") const;
 
+  // Replaces the authorizer options.authorization chose; an empty one restores the default
+  // (kAllowAuthenticated's).
   void set_authorizer(Authorizer authorizer);
 
   // --- fault injection ---

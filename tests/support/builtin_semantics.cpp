@@ -392,6 +392,10 @@ const KindRules* kind_rules(const tessel::kube::ResourceInfo& info) {
        validating_webhook_configuration_rules()},
       {{"admissionregistration.k8s.io", "MutatingWebhookConfiguration"},
        mutating_webhook_configuration_rules()},
+      {{"rbac.authorization.k8s.io", "Role"}, role_rules()},
+      {{"rbac.authorization.k8s.io", "ClusterRole"}, cluster_role_rules()},
+      {{"rbac.authorization.k8s.io", "RoleBinding"}, role_binding_rules()},
+      {{"rbac.authorization.k8s.io", "ClusterRoleBinding"}, cluster_role_binding_rules()},
   };
   for (const auto& [key, rules] : table) {
     if (key.first == info.gvr.group && key.second == info.kind) return &rules;

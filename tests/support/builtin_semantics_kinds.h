@@ -40,6 +40,10 @@ KindRules service_account_rules();
 KindRules core_event_rules();
 KindRules events_v1_event_rules();
 KindRules lease_rules();
+KindRules role_rules();  // builtin_semantics_rbac.cpp
+KindRules cluster_role_rules();
+KindRules role_binding_rules();
+KindRules cluster_role_binding_rules();
 
 // Adds the zero-valued fields the kind's Go type always serialises (from MergeTypes' zero
 // object) where the object lacks them.

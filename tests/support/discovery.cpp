@@ -71,6 +71,13 @@ const std::map<std::pair<std::string, std::string>, BuiltinResource>& builtin_re
        {kAllVerbs, {"api-extensions"}, "admissionregistration.k8s.io/v1", {}}},
       {{"admissionregistration.k8s.io", "mutatingwebhookconfigurations"},
        {kAllVerbs, {"api-extensions"}, "admissionregistration.k8s.io/v1", {}}},
+      {{"rbac.authorization.k8s.io", "clusterrolebindings"},
+       {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
+      {{"rbac.authorization.k8s.io", "clusterroles"},
+       {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
+      {{"rbac.authorization.k8s.io", "rolebindings"},
+       {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
+      {{"rbac.authorization.k8s.io", "roles"}, {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
       {{"apiextensions.k8s.io", "customresourcedefinitions"},
        {kAllVerbs, {"api-extensions"}, "apiextensions.k8s.io/v1beta1", {{"status", kStatus}}}},
   };

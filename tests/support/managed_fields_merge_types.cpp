@@ -202,6 +202,21 @@ MergeTypes lease_types() {
   return types;
 }
 
+// RBAC: rules and subjects are atomic lists, roleRef an atomic struct.
+MergeTypes role_types() {
+  MergeTypes types = metadata_only_types();
+  types.set_zero_value({{"metadata", zero_meta()}, {"rules", nullptr}});
+  return types;
+}
+
+MergeTypes binding_types() {
+  MergeTypes types = metadata_only_types();
+  types.set_atomic_map("roleRef");
+  types.set_zero_value(
+      {{"metadata", zero_meta()}, {"roleRef", {{"apiGroup", ""}, {"kind", ""}, {"name", ""}}}});
+  return types;
+}
+
 // Walks a structural schema, declaring what x-kubernetes-list-type and x-kubernetes-map-type say.
 void declare_from_schema(MergeTypes& types, const json& schema, const std::string& pattern) {
   if (!schema.is_object()) return;
@@ -277,6 +292,10 @@ MergeTypes MergeTypes::for_kind(const std::string& api_version, const std::strin
           {{"events.k8s.io/v1", "Event"}, events_v1_event_types},
           {{"coordination.k8s.io/v1", "Lease"}, lease_types},
           {{"apiextensions.k8s.io/v1", "CustomResourceDefinition"}, crd_types},
+          {{"rbac.authorization.k8s.io/v1", "Role"}, role_types},
+          {{"rbac.authorization.k8s.io/v1", "ClusterRole"}, role_types},
+          {{"rbac.authorization.k8s.io/v1", "RoleBinding"}, binding_types},
+          {{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding"}, binding_types},
       };
   for (const auto& [key, make] : builtins) {
     if (key.first == api_version && key.second == kind) return make();

@@ -600,6 +600,7 @@ std::shared_ptr<TableColumns> default_columns() {
 
 std::shared_ptr<const TableColumns> builtin_table_columns(const std::string& group,
                                                           const std::string& resource) {
+  if (auto columns = install_table_columns(group, resource)) return columns;
   if (group.empty()) {
     if (resource == "nodes") return node_columns();
     if (resource == "pods") return pod_columns();

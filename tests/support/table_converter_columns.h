@@ -33,5 +33,8 @@ nlohmann::json column_definition(const std::string& name, const std::string& typ
 // (Name, Created At) for any other.
 std::shared_ptr<const TableColumns> builtin_table_columns(const std::string& group,
                                                           const std::string& resource);
+// Those of the kinds an installation writes (table_converter_install.cpp); nullptr for others.
+std::shared_ptr<const TableColumns> install_table_columns(const std::string& group,
+                                                          const std::string& resource);
 
 }  // namespace tessel::testing
