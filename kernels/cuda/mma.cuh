@@ -1,9 +1,5 @@
-// Thin wrappers over the PTX the attention kernels use (internal to kernels/cuda; sm_80 and
-// later, so plain sm_90): asynchronous 16-byte copies into shared memory, ldmatrix, the bf16
-// tensor-core product mma.m16n8k16 with fp32 accumulators, their plain shared loads and stores,
-// and the two-float global atomic add of sm_90.
-// Under the SIMT emulator (tests/support/simt) each is the emulator's, which works from the PTX
-// ISA's own statement of these layouts and checks shared memory for races.
+// The tensor-core instructions the attention kernels use (internal to kernels/cuda): the wrappers
+// of warp_instructions.cuh, and how their fragments are laid out.
 //
 // Fragment layouts of mma.m16n8k16 (g = lane / 4, t = lane % 4), which the kernels rely on:
 //   A (16 x 16, row major), 4 registers of 2 bf16: a0 = A[g][2t..2t+1], a1 = A[g+8][2t..],
@@ -18,102 +14,10 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
-#include <cstring>
+
+#include "kernels/cuda/warp_instructions.cuh"
 
 namespace tessel::kernels::cuda::detail {
-
-#if defined(TESSEL_SIMT)
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  ::tessel::simt::cp_async16(dst, src, valid);
-}
-__device__ __forceinline__ void cp_async_commit() { ::tessel::simt::cp_async_commit(); }
-template <int pending>
-__device__ __forceinline__ void cp_async_wait() {
-  ::tessel::simt::cp_async_wait(pending);
-}
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) {
-  ::tessel::simt::ldmatrix_x4(r, row_address, false);
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address) {
-  ::tessel::simt::ldmatrix_x4(r, row_address, true);
-}
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  ::tessel::simt::mma_m16n8k16_bf16(d, a, b0, b1);
-}
-__device__ __forceinline__ void store_shared_b32(void* p, uint32_t value) {
-  ::tessel::simt::note_shared_write(p, sizeof value);
-  std::memcpy(p, &value, sizeof value);
-}
-__device__ __forceinline__ float2 load_shared_f32x2(const float* p) {
-  ::tessel::simt::note_shared_read(p, sizeof(float2));
-  return float2{p[0], p[1]};
-}
-__device__ __forceinline__ void atomic_add_f32x2(float* p, float x, float y) {
-  p[0] += x;
-  p[1] += y;
-}
-#else
-__device__ __forceinline__ uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes from global to shared memory, bypassing L1; when !valid, 16 zero bytes (src is then
-// not read, but must still be a valid address).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
-               "l"(src), "r"(valid ? 16 : 0)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-// Waits until at most `pending` committed groups of this thread are still in flight.
-template <int pending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(row_address))
-               : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(row_address))
-               : "memory");
-}
-
-// d += a b for one 16 x 8 x 16 tile.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// A 4-byte store to shared memory (the emulator checks it for races).
-__device__ __forceinline__ void store_shared_b32(void* p, uint32_t value) {
-  *static_cast<uint32_t*>(p) = value;
-}
-
-// Two floats from shared memory, 8-byte aligned (the emulator checks the read for races).
-__device__ __forceinline__ float2 load_shared_f32x2(const float* p) {
-  return *reinterpret_cast<const float2*>(p);
-}
-
-// p[0] += x, p[1] += y in global memory as one vector atomic (sm_90); p 8-byte aligned.
-__device__ __forceinline__ void atomic_add_f32x2(float* p, float x, float y) {
-  atomicAdd(reinterpret_cast<float2*>(p), float2{x, y});
-}
-#endif
 
 // Two floats as a bf16 pair, `low` in the low half (the lower-indexed element of a fragment).
 __device__ __forceinline__ uint32_t pack_bf16(float low, float high) {

@@ -2,7 +2,7 @@
 // the host compiler: it makes CUDA C++ device code ordinary C++ that runs on the emulator's
 // fibers. The CUDA headers already give host definitions of the vector types, dim3 and the bf16
 // conversions; this adds the built-in variables, shared memory, barriers, warp shuffles,
-// atomics, the device math intrinsics and the kernel launch (kernels/cuda/launch.cuh).
+// atomics, the device math intrinsics and the kernel launch (include/kernels/cuda/launch.cuh).
 #pragma once
 
 #define TESSEL_SIMT 1

@@ -1,6 +1,6 @@
-// The tensor-core instructions of kernels/cuda/mma.cuh, emulated from the fragment layouts that
-// the PTX ISA states for them ("Warp-level matrix load instruction: ldmatrix" and "Matrix
-// fragments for mma.m16n8k16 with floating point type"), element by element:
+// The tensor-core instructions of kernels/cuda/warp_instructions.cuh, emulated from the fragment
+// layouts that the PTX ISA states for them ("Warp-level matrix load instruction: ldmatrix" and
+// "Matrix fragments for mma.m16n8k16 with floating point type"), element by element:
 //   ldmatrix .x4: lane 8i + r gives the address of row r of matrix i; lane l receives, in its
 //     register i, the elements (l / 4, 2 (l % 4)) and (l / 4, 2 (l % 4) + 1) of matrix i, the
 //     first in the low half; with .trans, elements (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4).
