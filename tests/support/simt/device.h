@@ -5,8 +5,6 @@
 // atomics, the device math intrinsics and the kernel launch (include/kernels/cuda/launch.cuh).
 #pragma once
 
-#define TESSEL_SIMT 1
-
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
