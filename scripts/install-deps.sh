@@ -13,6 +13,9 @@ packages=(
   libcpprest-dev  # the operator's HTTPS server (admission webhook)
   python3  # bench/gpu's table script, checked by a smoke test; the operator demo
   curl  # the operator demo waits for its /healthz
+  # tests/reference (ctest -L reference): the CPU GPT against GPT-2 in PyTorch, on Debian's
+  # python3 (/usr/bin/python3: a python3 from elsewhere does not see these packages).
+  python3-torch python3-numpy
   # The container images (scripts/build-images.sh, ctest label images): Debian bases made by
   # mmdebstrap, images built by buildah and run by podman with runc, all as root (so neither
   # uidmap nor slirp4netns).
