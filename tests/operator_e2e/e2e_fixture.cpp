@@ -16,7 +16,9 @@
 #include "kube/base64.h"
 #include "noderuntime/stage/token_data.h"
 #include "placement/atomic_file.h"
-#include "tests/support/http_server.h"
+#include "tests/helm/helm_chart.h"
+#include "tests/operator_e2e/chart_install.h"
+#include "tests/operator_e2e/operator_pod.h"
 
 namespace tessel::testing {
 namespace {
@@ -63,23 +65,13 @@ void print_logs(const std::string& folder) {
 
 void FederationE2e::SetUp() {
   if (!find_on_path("kubectl")) GTEST_SKIP() << "no kubectl on PATH";
+  if (!helm::helm_binary()) GTEST_SKIP() << "no helm on PATH (the e2e installs from helm/)";
   TESSEL_REQUIRE_MEMBER_CLUSTERS(2);
   work_dir_ = unique_work_dir();
   fs::create_directories(work_dir_);
   federation_ = std::make_unique<Federation>(
       std::vector<MemberSpec>{{"a", "eu-west"}, {"b", "us-east"}}, work_dir_);
   federation_->install_crds();
-
-  const TestCertificateAuthority ca;
-  const TestCertificate certificate = ca.issue_server();  // 127.0.0.1, ::1, localhost
-  ca_pem_ = ca.ca_pem();
-  ca_file_ = work_dir_ + "/ca.crt";
-  cert_file_ = work_dir_ + "/tls.crt";
-  key_file_ = work_dir_ + "/tls.key";
-  placement::write_file_atomically(ca_file_, ca_pem_);
-  placement::write_file_atomically(cert_file_, certificate.cert_pem);
-  placement::write_file_atomically(key_file_, certificate.key_pem);
-  fs::permissions(key_file_, fs::perms::owner_read | fs::perms::owner_write);
 
   std::vector<FleetMember> members;
   for (int i = 0; i < federation_->member_count(); ++i)
@@ -182,6 +174,7 @@ void OperatorE2e::SetUp() {
   if (!binary.path) GTEST_SKIP() << binary.why_missing;
   FederationE2e::SetUp();
   if (IsSkipped() || HasFatalFailure()) return;
+  federation_->install_hub();
   register_webhook(start_operator("replica-0"));
 }
 
@@ -202,6 +195,8 @@ void OperatorE2e::TearDown() {
   }
   for (auto& replica : operators_) replica->stop(SIGTERM);
   if (federation_) {
+    // No replica answers the webhooks any more: they would refuse the writes below.
+    federation_->remove_webhooks();
     kube::Client& hub = federation_->hub().admin();
     try {
       // A finalizer left by an operator that is gone would keep the job (and its namespace).
@@ -210,10 +205,6 @@ void OperatorE2e::TearDown() {
            hub.list(jobs, federation_->namespace_name()).value("items", json::array()))
         hub.patch(jobs, federation_->namespace_name(), job["metadata"]["name"],
                   kube::PatchType::kMerge, {{"metadata", {{"finalizers", nullptr}}}});
-      if (webhook_registered_)
-        hub.remove(
-            hub.resource_for("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
-            "", "tessel-" + federation_->run_id());
     } catch (const std::exception& error) {
       std::cout << "e2e teardown: " << error.what() << "\n";
     }
@@ -222,63 +213,98 @@ void OperatorE2e::TearDown() {
   FederationE2e::TearDown();
 }
 
-OperatorProcess& OperatorE2e::start_operator(const std::string& identity) {
+OperatorProcess& OperatorE2e::start_operator(const std::string& replica) {
+  kube::Client& hub = federation_->hub().admin();
+  const std::string namespace_ = federation_->namespace_name();
+  const std::string deployment_name =
+      the_object(federation_->hub_chart(), "Deployment")["metadata"]["name"];
+  // The Deployment as the API stores it (defaults included), as the ReplicaSet controller reads
+  // it, and the Pod that controller would make of its template.
+  const json deployment =
+      hub.get(hub.resource_for("apps/v1", "Deployment"), namespace_, deployment_name);
+  const std::string pod_name = deployment_name + "-" + replica;
+  const json pod = hub.create(builtin("pods"), namespace_, pod_from_template(deployment, pod_name));
+  const json containers = pod["spec"].value("containers", json::array());
+  if (containers.size() != 1)
+    throw std::runtime_error("Deployment " + deployment_name + " has " +
+                             std::to_string(containers.size()) +
+                             " containers; the e2e runs one, tessel-operator");
+  const json& container = containers[0];
+
+  // The volumes the kubelet would mount, as folders of the pod's own.
+  const std::string pod_dir = work_dir_ + "/" + pod_name;
+  std::map<std::string, std::string> folders;
+  for (const json& mount : container.value("volumeMounts", json::array())) {
+    const std::string name = mount.value("name", "");
+    json volume;
+    for (const json& candidate : pod["spec"].value("volumes", json::array()))
+      if (candidate.value("name", "") == name) volume = candidate;
+    const std::string folder = pod_dir + "/volumes/" + name;
+    fs::create_directories(folder);
+    if (volume.contains("secret")) {
+      const json secret =
+          hub.get(builtin("secrets"), namespace_, volume["secret"].value("secretName", ""));
+      for (const auto& [key, value] : secret.value("data", json::object()).items()) {
+        const std::optional<std::string> bytes = kube::base64_decode(value.get<std::string>());
+        if (!bytes)
+          throw std::runtime_error("Secret " + secret["metadata"].value("name", "") + ": data." +
+                                   key + " is not base64");
+        placement::write_file_atomically(folder + "/" + key, *bytes);
+        fs::permissions(folder + "/" + key, fs::perms::owner_read);
+      }
+    } else if (!volume.contains("emptyDir")) {
+      throw std::runtime_error("volume " + name + " of Deployment " + deployment_name +
+                               " is neither a Secret nor an emptyDir: the e2e cannot mount it");
+    }
+    folders[mount.value("mountPath", "")] = folder;
+  }
+
   OperatorSettings settings;
   settings.binary = *find_operator_binary().path;
-  settings.hub_kubeconfig = federation_->hub().kubeconfig_path();
-  settings.namespace_ = federation_->namespace_name();
-  settings.hub_id = federation_->run_id();
-  settings.member_selector = std::string(kRunLabel) + "=" + federation_->run_id();
-  settings.identity = identity;
-  settings.tls_cert_file = cert_file_;
-  settings.tls_key_file = key_file_;
-  settings.tls_ca_file = ca_file_;
-  settings.data_root = kSource + "/examples/trainingjobs";
-  settings.log_file = work_dir_ + "/" + identity + ".log";
+  settings.identity = pod_name;
+  const std::map<std::string, std::string> env = container_env(pod, container);
+  std::vector<std::string> args;
+  for (const json& arg : container.value("args", json::array()))
+    args.push_back(expand_references(arg.get<std::string>(), env));
+  settings.args = map_mount_paths(args, folders);
+  settings.env = env;
+  // In place of the service-account token volume: a token of the pod's ServiceAccount.
+  const std::string kubeconfig = pod_dir + "/kubeconfig";
+  placement::write_file_atomically(
+      kubeconfig, token_kubeconfig(federation_->hub().config(),
+                                   create_token(federation_->kubectl(),
+                                                pod["spec"].value("serviceAccountName", "default")),
+                                   namespace_));
+  settings.env["KUBECONFIG"] = kubeconfig;
+  settings.ports = container_ports(container);
+  for (const std::string& arg : settings.args)
+    if (arg.rfind("--tls-ca-file=", 0) == 0) settings.tls_ca_file = arg.substr(arg.find('=') + 1);
+  if (settings.tls_ca_file.empty())
+    throw std::runtime_error("Deployment " + deployment_name + ": no --tls-ca-file among " +
+                             container.value("args", json::array()).dump());
+  ca_pem_ = read_file(settings.tls_ca_file);
+  settings.log_file = pod_dir + "/operator.log";
   operators_.push_back(std::make_unique<OperatorProcess>(std::move(settings)));
   return *operators_.back();
 }
 
 void OperatorE2e::register_webhook(const OperatorProcess& replica) {
   // A real kube-apiserver runs elsewhere and cannot call a webhook this test process's machine
-  // serves on 127.0.0.1: on a real hub the webhook is not registered, and the cases skip their
-  // admission parts (the operator's reconcile still flags a bad job, which they check).
+  // serves: on a real hub the webhook configurations are not installed (Federation::install_hub),
+  // and the cases skip their admission parts (the operator's reconcile still flags a bad job,
+  // which they check).
   if (federation_->hub().is_real()) return;
-  const std::string run = federation_->run_id();
-  const json rule_base = {{"apiGroups", {"tessel.dev"}},
-                          {"apiVersions", {"v1alpha1"}},
-                          {"operations", {"CREATE", "UPDATE"}}};
-  json trainingjobs_rule = rule_base, memberclusters_rule = rule_base;
-  trainingjobs_rule["resources"] = {"trainingjobs"};
-  trainingjobs_rule["scope"] = "Namespaced";
-  memberclusters_rule["resources"] = {"memberclusters"};
-  memberclusters_rule["scope"] = "Cluster";
-  const json client_config = {{"url", replica.webhook_url()},
-                              {"caBundle", kube::base64_encode(ca_pem_)}};
-  const auto webhook = [&](const std::string& name, const json& rule) {
-    return json{{"name", name},          {"clientConfig", client_config},
-                {"rules", {rule}},       {"failurePolicy", "Fail"},
-                {"sideEffects", "None"}, {"admissionReviewVersions", {"v1"}},
-                {"timeoutSeconds", 10}};
-  };
-  json trainingjobs = webhook("trainingjobs.tessel.dev", trainingjobs_rule);
-  // Only this run's objects: the namespace for TrainingJobs, the run label for the
-  // cluster-scoped MemberClusters.
-  trainingjobs["namespaceSelector"] = {
-      {"matchLabels", {{"kubernetes.io/metadata.name", federation_->namespace_name()}}}};
-  json memberclusters = webhook("memberclusters.tessel.dev", memberclusters_rule);
-  memberclusters["objectSelector"] = {{"matchLabels", {{kRunLabel, run}}}};
-  const json configuration = {{"apiVersion", "admissionregistration.k8s.io/v1"},
-                              {"kind", "ValidatingWebhookConfiguration"},
-                              {"metadata", {{"name", "tessel-" + run}}},
-                              {"webhooks", {trainingjobs, memberclusters}}};
-  const std::string path = work_dir_ + "/webhook.json";
-  placement::write_file_atomically(path, configuration.dump(2));
-  // Re-pointed with a whole replace (PUT): the API test server's strategic merge does not yet
-  // merge the webhooks list by its key (name), as kube-apiserver does for `kubectl apply`.
-  const ProcessResult applied = kubectl({webhook_registered_ ? "replace" : "apply", "-f", path});
+  const json configuration = the_object(federation_->hub_chart(), "ValidatingWebhookConfiguration");
+  const std::string service_name =
+      configuration.value("/webhooks/0/clientConfig/service/name"_json_pointer, std::string());
+  const json service = the_object(federation_->hub_chart(), "Service", service_name);
+  const json endpoints = endpoints_for(service, replica.settings().identity, replica.host_ports());
+  const std::string path = work_dir_ + "/endpoints-" + service_name + ".json";
+  placement::write_file_atomically(path, endpoints.dump(2));
+  const ProcessResult applied =
+      kubectl({"apply", "--server-side", "--field-manager=endpoint-controller", "-f", path});
   if (applied.exit_code != 0)
-    throw std::runtime_error("registering the webhook: " + describe(applied));
+    throw std::runtime_error("writing the webhook Service's Endpoints: " + describe(applied));
   webhook_registered_ = true;
 }
 

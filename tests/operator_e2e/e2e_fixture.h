@@ -1,14 +1,17 @@
 // The fixtures of the operator's end-to-end tests.
 //
 // FederationE2e: everything but the operator. A hub and two member clusters (federation.h),
-// crds/ installed with the real kubectl, the members registered (kubeconfig Secret +
+// the hub chart's CRDs installed with helm and the real kubectl, helm/tessel-member installed in
+// each member and the members registered with its operator token (kubeconfig Secret +
 // MemberCluster each), GPU nodes in both members played by process kubelets (gpu_fleet.h:
 // member a and b, kNodesPerMember x kGpusPerNode each, fast links inside a cluster, a slow one
-// between), TLS material for the operator (a CA, and a certificate for 127.0.0.1 and localhost),
-// and helpers that read the clusters through the API. Tests skip visibly without kubectl on $PATH.
+// between), and helpers that read the clusters through the API. Tests skip visibly without
+// kubectl or helm on $PATH.
 //
-// OperatorE2e: the same, plus tessel-operator as its own process (operator_process.h) and the
-// ValidatingWebhookConfiguration that sends TrainingJobs and MemberClusters to it. Tests skip
+// OperatorE2e: the same, plus the rest of helm/tessel (Deployment, RBAC, Services, TLS Secret,
+// webhook configurations) and tessel-operator as its own process, a replica of the chart's
+// Deployment (operator_pod.h, operator_process.h) that authenticates as the chart's
+// ServiceAccount; the webhook Service reaches it through the Endpoints the test writes. Tests skip
 // visibly while the operator binary has not been built.
 //
 // Real servers (TESSEL_TEST_KUBECONFIG and TESSEL_TEST_MEMBER_KUBECONFIGS): the same cases run,
@@ -87,8 +90,6 @@ class FederationE2e : public ::testing::Test {
   std::string work_dir_;
   std::unique_ptr<Federation> federation_;
   std::unique_ptr<GpuFleet> fleet_;
-  std::string ca_file_, cert_file_, key_file_;
-  std::string ca_pem_;
 };
 
 class OperatorE2e : public FederationE2e {
@@ -96,10 +97,13 @@ class OperatorE2e : public FederationE2e {
   void SetUp() override;
   void TearDown() override;
 
-  // Starts a replica of the operator with this --identity; its log is <work>/<identity>.log.
-  OperatorProcess& start_operator(const std::string& identity);
-  // Points the ValidatingWebhookConfiguration at this replica (kubectl apply; as a Service would
-  // route to a live replica). On a real hub nothing is registered: see webhook_registered().
+  // Starts a replica of the chart's Deployment (operator_pod.h): its Pod is
+  // "<deployment>-<replica>" (its identity in the Lease), its files and log under
+  // <work>/<pod name>.
+  OperatorProcess& start_operator(const std::string& replica);
+  // Points the webhook Service at this replica: its Endpoints, as the endpoints controller
+  // writes them when only this replica's pod is ready. On a real hub the webhook configurations
+  // are not installed: see webhook_registered().
   void register_webhook(const OperatorProcess& replica);
   // False on a real hub: its API server, elsewhere, cannot reach a webhook served on this
   // machine's 127.0.0.1, so the admission parts of the cases are skipped there (visibly).
@@ -112,6 +116,7 @@ class OperatorE2e : public FederationE2e {
 
   std::vector<std::unique_ptr<OperatorProcess>> operators_;
   bool webhook_registered_ = false;
+  std::string ca_pem_;  // the CA of the chart's serving certificate
 };
 
 // The unigram entropy (nats per byte) of examples/data/fables.txt, the example's data: the loss

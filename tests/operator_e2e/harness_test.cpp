@@ -17,8 +17,11 @@
 #include "kube/base64.h"
 #include "kube/config.h"
 #include "placement/atomic_file.h"
+#include "tests/helm/helm_chart.h"
 #include "tests/kubectl/child_process.h"
+#include "tests/operator_e2e/chart_install.h"
 #include "tests/operator_e2e/e2e_fixture.h"
+#include "tests/operator_e2e/operator_pod.h"
 #include "tests/support/http_server.h"
 
 namespace tessel::testing {
@@ -189,7 +192,9 @@ TEST(E2eOperatorProcess, AnOperatorThatExitsAtStartIsReportedWithItsLog) {
   write_script(settings.binary, "#!/bin/sh\necho \"fake operator refuses: $*\"\nexit 3\n");
   settings.tls_ca_file = dir + "/ca.crt";
   settings.identity = "replica-x";
-  settings.data_root = "/data";
+  settings.args = {"--identity=replica-x", "--https-address=0.0.0.0:9443",
+                   "--stage-service-advertise=127.0.0.1:7443", "--data-root=/data"};
+  settings.ports = {{"https", 9443}, {"stage", 7443}};
   settings.log_file = dir + "/replica-x.log";
   try {
     OperatorProcess process(settings);
@@ -199,6 +204,9 @@ TEST(E2eOperatorProcess, AnOperatorThatExitsAtStartIsReportedWithItsLog) {
     EXPECT_NE(what.find("exited with status 3"), std::string::npos) << what;
     EXPECT_NE(what.find("fake operator refuses"), std::string::npos) << what;
     EXPECT_NE(what.find("--stage-service-advertise=127.0.0.1:"), std::string::npos) << what;
+    // The container's ports are mapped onto loopback ports of this machine.
+    EXPECT_EQ(what.find("127.0.0.1:7443"), std::string::npos) << what;
+    EXPECT_EQ(what.find("0.0.0.0:9443"), std::string::npos) << what;
     EXPECT_NE(what.find("--identity=replica-x"), std::string::npos) << what;
     EXPECT_NE(what.find("--data-root=/data"), std::string::npos) << what;
   }
@@ -215,11 +223,10 @@ TEST(E2eOperatorProcess, AnOperatorServingHttpsWithTheRunsCertificateIsTakenForH
   const TestCertificate certificate = ca.issue_server();
   OperatorSettings settings;
   settings.tls_ca_file = dir + "/ca.crt";
-  settings.tls_cert_file = dir + "/tls.crt";
-  settings.tls_key_file = dir + "/tls.key";
+  const std::string cert_file = dir + "/tls.crt", key_file = dir + "/tls.key";
   placement::write_file_atomically(settings.tls_ca_file, ca.ca_pem());
-  placement::write_file_atomically(settings.tls_cert_file, certificate.cert_pem);
-  placement::write_file_atomically(settings.tls_key_file, certificate.key_pem);
+  placement::write_file_atomically(cert_file, certificate.cert_pem);
+  placement::write_file_atomically(key_file, certificate.key_pem);
   settings.binary = dir + "/https-operator";
   write_script(settings.binary, R"(#!/bin/sh
 for arg in "$@"; do case "$arg" in
@@ -230,6 +237,9 @@ esac; done
 exec openssl s_server -quiet -www -accept "$address" -cert "$cert" -key "$key"
 )");
   settings.identity = "replica-https";
+  settings.args = {"--https-address=0.0.0.0:9443", "--tls-cert-file=" + cert_file,
+                   "--tls-key-file=" + key_file};
+  settings.ports = {{"https", 9443}, {"stage", 7443}};
   settings.log_file = dir + "/replica-https.log";
   {
     OperatorProcess process(settings);
@@ -246,23 +256,108 @@ exec openssl s_server -quiet -www -accept "$address" -cert "$cert" -key "$key"
   std::filesystem::remove_all(dir);
 }
 
-TEST(E2eOperatorProcess, TheCommandLineCarriesEveryFlagOfThePlan) {
+// The replica's command line is the chart's Deployment's container, as a pod would run it: every
+// rendered arg there, $(POD_NAME) expanded, mounted files under the pod's folder, the addresses of
+// its named ports on loopback ports, the run's values in place.
+TEST(E2eOperatorProcess, TheCommandLineIsTheChartsContainerMappedOntoThisMachine) {
+  if (!helm::helm_binary()) GTEST_SKIP() << "no helm on PATH";
+  const std::vector<RenderedObject> chart =
+      render_chart({.chart = "tessel",
+                    .release = "e2e-x",
+                    .namespace_ = "tessel-test-x",
+                    .set_values = hub_chart_values("tessel-test-x", "e2e-x", false)});
+  const json deployment = the_object(chart, "Deployment");
+  const json pod = pod_from_template(deployment, "e2e-x-tessel-replica-0");
+  EXPECT_EQ(pod["metadata"]["namespace"], "tessel-test-x");
+  EXPECT_EQ(pod["metadata"]["labels"], deployment["spec"]["template"]["metadata"]["labels"]);
+  const json& container = pod["spec"]["containers"][0];
+  const std::map<std::string, std::string> env = container_env(pod, container);
+  EXPECT_EQ(env.at("POD_NAME"), "e2e-x-tessel-replica-0");
+
   OperatorSettings settings;
   settings.binary = "tessel-operator";
-  settings.namespace_ = "tessel-test-x";
-  settings.member_selector = "e2e.tessel.dev/run=x";
-  const std::vector<std::string> line = operator_command_line(settings, 8443, 9443);
+  std::vector<std::string> expanded;
+  for (const json& arg : container["args"]) expanded.push_back(expand_references(arg, env));
+  settings.args = map_mount_paths(
+      expanded, {{"/etc/tessel-operator/tls", "/work/pod/tls"}, {"/tmp", "/work/pod/tmp"}});
+  settings.ports = container_ports(container);
+  EXPECT_EQ(settings.ports, (std::map<std::string, int>{{"https", 9443}, {"stage", 7443}}));
+  const std::vector<std::string> line =
+      operator_command_line(settings, {{"https", 30001}, {"stage", 30002}});
+  ASSERT_EQ(line.size(), container["args"].size() + 1);
   std::string joined;
   for (const auto& arg : line) joined += arg + " ";
-  for (const char* flag :
-       {"--kubeconfig=", "--namespace=", "--hub-id=", "--leader-elect=true",
-        "--identity=", "--lease-duration=6", "--renew-deadline=4", "--retry-period=1",
-        "--https-address=127.0.0.1:8443", "--tls-cert-file=", "--tls-key-file=", "--tls-ca-file=",
-        "--stage-service-address=127.0.0.1:9443", "--stage-service-advertise=127.0.0.1:9443",
-        "--data-root=", "--status-interval=1", "--watch-namespace=tessel-test-x",
-        "--prober-namespace=tessel-test-x",
-        "--member-selector=e2e.tessel.dev/run=x"})
+  for (const std::string flag : std::vector<std::string>{
+           "--namespace=tessel-test-x ", "--hub-id=e2e-x ", "--watch-namespace=tessel-test-x ",
+           "--member-selector=e2e.tessel.dev/run=e2e-x ", "--prober-namespace=tessel-test-x ",
+           "--leader-elect=true ", "--lease-duration=6 ", "--renew-deadline=4 ",
+           "--retry-period=1 ", "--identity=e2e-x-tessel-replica-0 ",
+           "--pod-name=e2e-x-tessel-replica-0 ", "--https-address=127.0.0.1:30001 ",
+           "--tls-cert-file=/work/pod/tls/tls.crt ", "--tls-key-file=/work/pod/tls/tls.key ",
+           "--tls-ca-file=/work/pod/tls/ca.crt ", "--stage-service-address=127.0.0.1:30002 ",
+           "--stage-service-advertise=127.0.0.1:30002 ",
+           "--data-root=" + std::string(TESSEL_SOURCE_DIR) + "/examples/trainingjobs ",
+           "--status-interval=1 "})
     EXPECT_NE(joined.find(flag), std::string::npos) << flag << " in " << joined;
+  EXPECT_EQ(joined.find("$("), std::string::npos) << joined;
+  EXPECT_THROW(operator_command_line(settings, {{"https", 30001}}), std::runtime_error);
+}
+
+TEST(E2eOperatorPod, ReferencesExpandAsTheKubeletExpandsThem) {
+  const std::map<std::string, std::string> env = {{"POD_NAME", "p-1"}, {"EMPTY", ""}};
+  EXPECT_EQ(expand_references("--identity=$(POD_NAME)", env), "--identity=p-1");
+  EXPECT_EQ(expand_references("$(POD_NAME)/$(EMPTY)x", env), "p-1/x");
+  EXPECT_EQ(expand_references("$(UNDEFINED) $$(POD_NAME) $", env), "$(UNDEFINED) $(POD_NAME) $");
+  EXPECT_EQ(expand_references("$(POD_NAME", env), "$(POD_NAME");
+}
+
+TEST(E2eOperatorPod, MountPathsAreMappedOnlyAtAPathsStart) {
+  const std::map<std::string, std::string> folders = {{"/etc/t", "/w/a"}, {"/etc/t/tls", "/w/b"}};
+  EXPECT_EQ(map_mount_paths({"--f=/etc/t/tls/ca.crt", "--g=/etc/t/x", "/etc/t", "--h=/etc/tt",
+                             "--i=x/etc/t", "--j"},
+                            folders),
+            (std::vector<std::string>{"--f=/w/b/ca.crt", "--g=/w/a/x", "/w/a", "--h=/etc/tt",
+                                      "--i=x/etc/t", "--j"}));
+}
+
+TEST(E2eOperatorPod, EnvFromAnythingButTheDownwardApiIsRefusedByName) {
+  const json pod = {{"metadata", {{"name", "p"}, {"namespace", "n"}}},
+                    {"spec", {{"serviceAccountName", "sa"}}}};
+  const json container = {
+      {"name", "operator"},
+      {"env",
+       {{{"name", "A"}, {"value", "x"}},
+        {{"name", "B"}, {"value", "$(A)y"}},
+        {{"name", "NS"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "metadata.namespace"}}}}}},
+        {{"name", "IP"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}},
+        {{"name", "SA"},
+         {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.serviceAccountName"}}}}}}}}};
+  EXPECT_EQ(container_env(pod, container),
+            (std::map<std::string, std::string>{
+                {"A", "x"}, {"B", "xy"}, {"NS", "n"}, {"IP", "127.0.0.1"}, {"SA", "sa"}}));
+  json secret_env = container;
+  secret_env["env"].push_back(json{
+      {"name", "TOKEN"}, {"valueFrom", {{"secretKeyRef", {{"name", "s"}, {"key", "token"}}}}}});
+  try {
+    container_env(pod, secret_env);
+    ADD_FAILURE() << "a secretKeyRef was resolved";
+  } catch (const std::runtime_error& error) {
+    EXPECT_NE(std::string(error.what()).find("env TOKEN"), std::string::npos) << error.what();
+  }
+}
+
+TEST(E2eOperatorPod, TheWebhookServiceEndpointsNameThePodAndItsMappedPort) {
+  const json service = {
+      {"metadata", {{"name", "t-tessel"}, {"namespace", "n"}, {"labels", {{"a", "b"}}}}},
+      {"spec", {{"ports", {{{"name", "https"}, {"port", 443}, {"targetPort", "https"}}}}}}};
+  const json endpoints = endpoints_for(service, "t-tessel-replica-0", {{"https", 30001}});
+  EXPECT_EQ(endpoints["metadata"]["name"], "t-tessel");
+  EXPECT_EQ(endpoints["metadata"]["labels"]["a"], "b");
+  EXPECT_EQ(endpoints["subsets"][0]["addresses"][0]["ip"], "127.0.0.1");
+  EXPECT_EQ(endpoints["subsets"][0]["addresses"][0]["targetRef"]["name"], "t-tessel-replica-0");
+  EXPECT_EQ(endpoints["subsets"][0]["ports"][0],
+            (json{{"name", "https"}, {"port", 30001}, {"protocol", "TCP"}}));
+  EXPECT_THROW(endpoints_for(service, "p", {{"stage", 30002}}), std::runtime_error);
 }
 
 TEST(E2eTable, CellsAreFoundByTheHeadersOffsetsEvenWhenEmpty) {

@@ -50,8 +50,10 @@ class LeaderElectionE2e : public OperatorE2e {
 };
 
 TEST_F(LeaderElectionE2e, TheLeaderKilledTheOtherReplicaTakesOverAfterTheLeaseExpires) {
+  OperatorProcess& first = *operators_.front();
   OperatorProcess& second = start_operator("replica-1");
-  const std::set<std::string> replicas = {"replica-0", "replica-1"};
+  // Each replica's identity is its Pod's name ($(POD_NAME) in the chart's Deployment).
+  const std::set<std::string> replicas = {first.settings().identity, second.settings().identity};
   json lease;
   ASSERT_TRUE(wait_for(
       [&] {
@@ -61,8 +63,8 @@ TEST_F(LeaderElectionE2e, TheLeaderKilledTheOtherReplicaTakesOverAfterTheLeaseEx
       seconds(60)))
       << "no Lease in " << federation_->namespace_name() << " is held by either replica";
   const std::string leader = lease["spec"]["holderIdentity"];
-  OperatorProcess& killed = leader == "replica-0" ? *operators_[0] : second;
-  OperatorProcess& survivor = leader == "replica-0" ? second : *operators_[0];
+  OperatorProcess& killed = leader == first.settings().identity ? first : second;
+  OperatorProcess& survivor = leader == first.settings().identity ? second : first;
 
   killed.stop(SIGKILL);
   // Read after the kill: the dead leader's last renewal, which nobody renews again.
@@ -70,7 +72,7 @@ TEST_F(LeaderElectionE2e, TheLeaderKilledTheOtherReplicaTakesOverAfterTheLeaseEx
   ASSERT_FALSE(orphaned.is_null()) << "the Lease changed hands before the leader's lease expired";
   const double last_renewal = micro_time_seconds(orphaned["spec"]["renewTime"]);
   const int lease_seconds = orphaned["spec"]["leaseDurationSeconds"];
-  EXPECT_EQ(lease_seconds, survivor.settings().lease_duration_seconds);
+  EXPECT_EQ(lease_seconds, kLeaseDurationSeconds);  // the chart's value the e2e sets
 
   const std::string heir = survivor.settings().identity;
   EXPECT_TRUE(wait_for(

@@ -72,30 +72,25 @@ OperatorBinary find_operator_binary() {
                             "tessel-operator"};
 }
 
-std::vector<std::string> operator_command_line(const OperatorSettings& s, int https_port,
-                                               int stage_port) {
-  const std::string stage_address = "127.0.0.1:" + std::to_string(stage_port);
-  std::vector<std::string> line = {
-      s.binary,
-      "--kubeconfig=" + s.hub_kubeconfig,
-      "--namespace=" + s.namespace_,
-      "--watch-namespace=" + s.namespace_,
-      "--prober-namespace=" + s.namespace_,
-      "--hub-id=" + s.hub_id,
-      "--leader-elect=true",
-      "--identity=" + s.identity,
-      "--lease-duration=" + std::to_string(s.lease_duration_seconds),
-      "--renew-deadline=" + std::to_string(s.renew_deadline_seconds),
-      "--retry-period=" + std::to_string(s.retry_period_seconds),
-      "--https-address=127.0.0.1:" + std::to_string(https_port),
-      "--tls-cert-file=" + s.tls_cert_file,
-      "--tls-key-file=" + s.tls_key_file,
-      "--tls-ca-file=" + s.tls_ca_file,
-      "--stage-service-address=" + stage_address,
-      "--stage-service-advertise=" + stage_address,
-      "--data-root=" + s.data_root,
-      "--status-interval=" + std::to_string(s.status_interval_seconds)};
-  if (!s.member_selector.empty()) line.push_back("--member-selector=" + s.member_selector);
+std::vector<std::string> operator_command_line(const OperatorSettings& s,
+                                               const std::map<std::string, int>& host_ports) {
+  // "<host>:<containerPort>" -> "127.0.0.1:<host port>", for the pod's own hosts.
+  std::map<std::string, std::string> addresses;
+  for (const auto& [name, container_port] : s.ports) {
+    const auto host = host_ports.find(name);
+    if (host == host_ports.end())
+      throw std::runtime_error("no loopback port for the operator's container port " + name);
+    const std::string mapped = "127.0.0.1:" + std::to_string(host->second);
+    for (const char* own : {"0.0.0.0:", "127.0.0.1:"})
+      addresses[own + std::to_string(container_port)] = mapped;
+  }
+  std::vector<std::string> line = {s.binary};
+  for (const std::string& arg : s.args) {
+    const size_t equals = arg.find('=');
+    const auto mapped =
+        equals == std::string::npos ? addresses.end() : addresses.find(arg.substr(equals + 1));
+    line.push_back(mapped == addresses.end() ? arg : arg.substr(0, equals + 1) + mapped->second);
+  }
   return line;
 }
 
@@ -113,14 +108,29 @@ OperatorProcess::~OperatorProcess() {
 
 bool OperatorProcess::launch() {
   {
-    const PickedPort https, stage;  // both held until both are picked: two different ports
-    https_port_ = https.port();
-    stage_port_ = stage.port();
+    // All held until all are picked: different ports.
+    std::vector<std::unique_ptr<PickedPort>> picked;
+    host_ports_.clear();
+    for (const auto& entry : settings_.ports) {
+      picked.push_back(std::make_unique<PickedPort>());
+      host_ports_[entry.first] = picked.back()->port();
+    }
   }
-  const std::vector<std::string> argv = operator_command_line(settings_, https_port_, stage_port_);
+  const std::vector<std::string> argv = operator_command_line(settings_, host_ports_);
   std::vector<char*> args;
   for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
   args.push_back(nullptr);
+  // The test's environment with the container's variables set over it.
+  std::vector<std::string> environment;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string variable = *entry;
+    if (!settings_.env.count(variable.substr(0, variable.find('='))))
+      environment.push_back(variable);
+  }
+  for (const auto& [name, value] : settings_.env) environment.push_back(name + "=" + value);
+  std::vector<char*> envp;
+  for (const auto& variable : environment) envp.push_back(const_cast<char*>(variable.c_str()));
+  envp.push_back(nullptr);
 
   posix_spawn_file_actions_t files;
   posix_spawnattr_t attributes;
@@ -133,7 +143,7 @@ bool OperatorProcess::launch() {
   posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attributes, 0);  // a group of its own: stop() ends its children too
   const int spawned =
-      ::posix_spawn(&pid_, argv[0].c_str(), &files, &attributes, args.data(), environ);
+      ::posix_spawn(&pid_, argv[0].c_str(), &files, &attributes, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attributes);
   if (spawned != 0) {
@@ -142,7 +152,7 @@ bool OperatorProcess::launch() {
   }
 
   const std::string ca = read_file(settings_.tls_ca_file);
-  const std::string health = "https://127.0.0.1:" + std::to_string(https_port_) + "/healthz";
+  const std::string health = "https://127.0.0.1:" + std::to_string(https_port()) + "/healthz";
   const auto deadline = std::chrono::steady_clock::now() + kOperatorStartTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (!running()) {
@@ -191,8 +201,17 @@ int OperatorProcess::stop(int signal, std::chrono::seconds grace) {
   return exit_status_;
 }
 
-std::string OperatorProcess::webhook_url() const {
-  return "https://127.0.0.1:" + std::to_string(https_port_) + "/validate";
+int OperatorProcess::https_port() const {
+  const auto port = host_ports_.find("https");
+  if (port == host_ports_.end())
+    throw std::runtime_error("tessel-operator " + settings_.identity +
+                             ": its container has no port named https");
+  return port->second;
+}
+
+int OperatorProcess::stage_port() const {
+  const auto port = host_ports_.find("stage");
+  return port == host_ports_.end() ? 0 : port->second;
 }
 
 std::string OperatorProcess::log() const { return read_file(settings_.log_file); }

@@ -1,11 +1,13 @@
-// tessel-operator as its own process, as it runs in a hub: started with the flags of the
-// operator's plan on loopback ports, its stdout and stderr in a log file the test prints when it
-// fails, killed (SIGKILL, as a crashed pod) or ended (SIGTERM) by the test.
+// tessel-operator as its own process, as a replica of the hub chart's Deployment runs: started with
+// the args and env its container would get (operator_pod.h makes them from the Deployment), its
+// named container ports mapped onto loopback ports, its stdout and stderr in a log file the test
+// prints when it fails, killed (SIGKILL, as a crashed pod) or ended (SIGTERM) by the test.
 #pragma once
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,36 +24,32 @@ OperatorBinary find_operator_binary();
 
 struct OperatorSettings {
   std::string binary;
-  std::string hub_kubeconfig;  // --kubeconfig
-  std::string namespace_;      // --namespace: member kubeconfig Secrets, the Lease
-  std::string hub_id = "hub";  // --hub-id
-  // --watch-namespace is namespace_ (the run's jobs only); --member-selector this, when set
-  // (the run's MemberClusters only): runs sharing a real hub do not take each other's work.
-  // --prober-namespace is namespace_ too: the run's probers, in its namespace of each member.
-  std::string member_selector;
-  std::string identity;            // --identity (leader election)
-  std::string tls_cert_file;       // --tls-cert-file (SANs 127.0.0.1, localhost)
-  std::string tls_key_file;        // --tls-key-file
-  std::string tls_ca_file;         // --tls-ca-file
-  std::string data_root;           // --data-root
-  std::string log_file;            // stdout and stderr, appended
-  int lease_duration_seconds = 6;  // short, so that a take-over fits in a test
-  int renew_deadline_seconds = 4;
-  int retry_period_seconds = 1;
-  int status_interval_seconds = 1;
+  std::string identity;  // the replica's Pod name ($(POD_NAME)): its identity in the Lease
+  // The container's args, $(VAR)s expanded and mounted files mapped (operator_pod.h).
+  std::vector<std::string> args;
+  // Set in the process's environment on top of the test's own (the container's env, and
+  // KUBECONFIG in place of the in-cluster service-account files).
+  std::map<std::string, std::string> env;
+  // The container's named ports, name -> containerPort; "https" serves /healthz.
+  std::map<std::string, int> ports;
+  std::string tls_ca_file;  // the CA that verifies the replica's /healthz (its serving CA)
+  std::string log_file;     // stdout and stderr, appended
 };
 
-// The command line for these settings with the HTTPS server (webhook, metrics, probes) on
-// 127.0.0.1:https_port and the stage service bound and advertised on 127.0.0.1:stage_port.
-std::vector<std::string> operator_command_line(const OperatorSettings& settings, int https_port,
-                                               int stage_port);
+// The command line for these settings with each named port at the loopback port `host_ports`
+// gives it: an arg's value "0.0.0.0:<containerPort>" (where it listens) or
+// "127.0.0.1:<containerPort>" (the pod's own address, where it is reached) becomes
+// "127.0.0.1:<host port>". Throws std::runtime_error naming a port `host_ports` lacks.
+std::vector<std::string> operator_command_line(const OperatorSettings& settings,
+                                               const std::map<std::string, int>& host_ports);
 
 // How long the operator has to answer /healthz after it starts.
 inline constexpr std::chrono::seconds kOperatorStartTimeout{60};
 
 class OperatorProcess {
  public:
-  // Starts the operator on two free loopback ports and returns once GET /healthz answers 200
+  // Starts the operator with a free loopback port for each named container port and returns once
+  // GET /healthz on the "https" one answers 200
   // (verified with the settings' CA). A port taken between being picked and being bound (another
   // test's process) makes the operator exit: it is started again on other ports, up to 3 times.
   // Throws std::runtime_error with the log's tail when it exits otherwise or does not answer
@@ -67,10 +65,11 @@ class OperatorProcess {
   bool running();
 
   const OperatorSettings& settings() const { return settings_; }
-  int https_port() const { return https_port_; }
-  int stage_port() const { return stage_port_; }
-  std::string webhook_url() const;  // https://127.0.0.1:<https port>/validate
-  std::string log() const;          // the whole log file
+  // The loopback port of each named container port (what the Endpoints of its Services name).
+  const std::map<std::string, int>& host_ports() const { return host_ports_; }
+  int https_port() const;
+  int stage_port() const;
+  std::string log() const;  // the whole log file
 
  private:
   // Spawns the operator; false when it exited before /healthz answered and its log says the
@@ -80,8 +79,7 @@ class OperatorProcess {
   OperatorSettings settings_;
   pid_t pid_ = -1;
   int exit_status_ = -1;
-  int https_port_ = 0;
-  int stage_port_ = 0;
+  std::map<std::string, int> host_ports_;
 };
 
 // The last `lines` lines of a text (for failure messages).
