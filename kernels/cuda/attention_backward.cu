@@ -262,14 +262,8 @@ __global__ void __launch_bounds__(Tiles::kThreads, Tiles::kMinBlocks)
         uint32_t pa[kM][4], dsa[kM][4];
 #pragma unroll
         for (int r = 0; r < kM; ++r) {
-          pa[r][0] = pack_bf16(s[r][2 * kk][0], s[r][2 * kk][1]);
-          pa[r][1] = pack_bf16(s[r][2 * kk][2], s[r][2 * kk][3]);
-          pa[r][2] = pack_bf16(s[r][2 * kk + 1][0], s[r][2 * kk + 1][1]);
-          pa[r][3] = pack_bf16(s[r][2 * kk + 1][2], s[r][2 * kk + 1][3]);
-          dsa[r][0] = pack_bf16(dp[r][2 * kk][0], dp[r][2 * kk][1]);
-          dsa[r][1] = pack_bf16(dp[r][2 * kk][2], dp[r][2 * kk][3]);
-          dsa[r][2] = pack_bf16(dp[r][2 * kk + 1][0], dp[r][2 * kk + 1][1]);
-          dsa[r][3] = pack_bf16(dp[r][2 * kk + 1][2], dp[r][2 * kk + 1][3]);
+          a_fragment_of(pa[r], s[r][2 * kk], s[r][2 * kk + 1]);
+          a_fragment_of(dsa[r], dp[r][2 * kk], dp[r][2 * kk + 1]);
         }
 #pragma unroll
         for (int d_pair = 0; d_pair < HS / 16; ++d_pair) {

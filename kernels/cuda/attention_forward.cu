@@ -193,12 +193,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int kk = 0; kk < kKeyTile / 16; ++kk) {
         uint32_t pa[kM][4];
 #pragma unroll
-        for (int r = 0; r < kM; ++r) {
-          pa[r][0] = pack_bf16(s[r][2 * kk][0], s[r][2 * kk][1]);
-          pa[r][1] = pack_bf16(s[r][2 * kk][2], s[r][2 * kk][3]);
-          pa[r][2] = pack_bf16(s[r][2 * kk + 1][0], s[r][2 * kk + 1][1]);
-          pa[r][3] = pack_bf16(s[r][2 * kk + 1][2], s[r][2 * kk + 1][3]);
-        }
+        for (int r = 0; r < kM; ++r) a_fragment_of(pa[r], s[r][2 * kk], s[r][2 * kk + 1]);
 #pragma unroll
         for (int dp = 0; dp < HS / 16; ++dp) {
           uint32_t vb[4];

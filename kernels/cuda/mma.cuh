@@ -25,4 +25,15 @@ __device__ __forceinline__ uint32_t pack_bf16(float low, float high) {
   return *reinterpret_cast<const uint32_t*>(&pair);
 }
 
+// The fp32 accumulators of two adjacent 16 x 8 tiles (columns 16k .. 16k+7 and 16k+8 .. 16k+15)
+// as the bf16 A fragment of the k-step over those 16 columns: row g's pairs go to a0 and a2, row
+// g + 8's to a1 and a3, as the layouts above line up.
+__device__ __forceinline__ void a_fragment_of(uint32_t (&a)[4], const float (&left)[4],
+                                              const float (&right)[4]) {
+  a[0] = pack_bf16(left[0], left[1]);
+  a[1] = pack_bf16(left[2], left[3]);
+  a[2] = pack_bf16(right[0], right[1]);
+  a[3] = pack_bf16(right[2], right[3]);
+}
+
 }  // namespace tessel::kernels::cuda::detail
