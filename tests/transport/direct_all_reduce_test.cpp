@@ -1,9 +1,11 @@
 // The one-round all-reduce of small buffers: exact sums, the same bits on every member, one
-// link latency instead of the ring's 2 (n - 1), and a member that leaves named.
+// round (each member's own buffer to every other, so one link latency instead of the ring's
+// 2 (n - 1)), and a member that leaves named.
 #include "noderuntime/transport/direct_all_reduce.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
@@ -43,20 +45,69 @@ TEST(DirectAllReduce, SumsInGroupOrderWithTheSameBitsOnEveryMember) {
   }
 }
 
-// Every link 100 ms long: the ring would need 2 (4 - 1) = 6 latencies, 600 ms.
-TEST(DirectAllReduce, CostsOneLatencyWhereTheRingCostsSix) {
-  Comms comms = connect_local(4, [](TcpOptions& o) {
-    o.links = LinkEmulator::uniform(4, LinkShape{0, 0.100});
+// Records what a member sends, then passes every call on to the real communicator.
+class SendRecorder final : public Communicator {
+ public:
+  struct Sent {
+    int peer;
+    TensorInfo info;
+    std::vector<float> payload;
+  };
+
+  explicit SendRecorder(Communicator& inner) : inner_(inner) {}
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Request isend(int peer, const TensorInfo& info, std::span<const std::byte> payload) override {
+    std::vector<float> copy(payload.size() / sizeof(float));
+    std::memcpy(copy.data(), payload.data(), payload.size());
+    sent.push_back({peer, info, std::move(copy)});
+    return inner_.isend(peer, info, payload);
+  }
+  Request irecv(int peer, const TensorInfo& expected, std::span<std::byte> buffer) override {
+    return inner_.irecv(peer, expected, buffer);
+  }
+  Request iall_reduce(void* data, size_t count, DType dtype, const std::vector<int>& group,
+                      ReduceOp op) override {
+    return inner_.iall_reduce(data, count, dtype, group, op);
+  }
+  void close() override { inner_.close(); }
+
+  std::vector<Sent> sent;
+
+ private:
+  Communicator& inner_;
+};
+
+// One round, hence one link latency where the ring pays 2 (n - 1): no message depends on one
+// received, so each member sends its own input, once, to every other member, and nothing else.
+// (The ring's later messages carry partial sums it received.)
+TEST(DirectAllReduce, EachMemberSendsOnlyItsOwnBufferOnceToEveryOther) {
+  const int n = 4;
+  Comms comms = connect_local(n);
+  std::vector<SendRecorder> recorders;
+  for (int r = 0; r < n; ++r) recorders.emplace_back(*comms[r]);
+  std::vector<std::vector<float>> values(n);
+  for (int r = 0; r < n; ++r) values[r] = random_input(r, 3);
+  on_every_rank(n, [&](int r) {
+    direct_all_reduce(recorders[r], std::span(values[r]), {0, 1, 2, 3}, 7);
   });
-  std::vector<std::vector<float>> values(4, std::vector<float>(3, 1.f));
-  const auto start = std::chrono::steady_clock::now();
-  on_every_rank(4, [&](int r) {
-    comms[r]->all_reduce(values[r].data(), 3, DType::kF32, {0, 1, 2, 3});
-  });
-  const auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_GE(took, 100ms);
-  EXPECT_LT(took, 300ms) << "took " << std::chrono::duration<double>(took).count() << " s";
-  for (const auto& v : values) EXPECT_EQ(v, (std::vector<float>{4.f, 4.f, 4.f}));
+  for (int r = 0; r < n; ++r) {
+    std::vector<int> peers;
+    for (const SendRecorder::Sent& s : recorders[r].sent) {
+      peers.push_back(s.peer);
+      EXPECT_EQ(s.payload, random_input(r, 3)) << "rank " << r << " to " << s.peer;
+      EXPECT_EQ(s.info.tag, Tag::kAllReduce);
+      EXPECT_EQ(s.info.step, 7u);
+      EXPECT_EQ(s.info.chunk, kDirectChunk);
+    }
+    std::sort(peers.begin(), peers.end());
+    std::vector<int> others;
+    for (int p = 0; p < n; ++p)
+      if (p != r) others.push_back(p);
+    EXPECT_EQ(peers, others) << "rank " << r;
+    EXPECT_EQ(values[r], values[0]) << "rank " << r;
+  }
 }
 
 TEST(DirectAllReduce, AMemberThatLeavesFailsTheOthersNamingIt) {

@@ -161,8 +161,7 @@ TEST(PointToPoint, AReceiveOnASilentPeerTimesOutNamingIt) {
   const double waited = seconds_since(start);
   EXPECT_TRUE(Contains(error, "rank 0 (127.0.0.1:"));
   EXPECT_TRUE(Contains(error, ", test rank 0): no data for 0.3 s"));
-  EXPECT_GE(waited, 0.29);
-  EXPECT_LT(waited, 2.0);
+  EXPECT_GE(waited, 0.29);  // not before the timeout (a slow machine only waits longer)
   // The peer is failed from now on; later operations say so at once.
   EXPECT_TRUE(
       Contains(wait_error(comms[1]->irecv(0, f32_info(Tag::kActivation, 1, 0, 4), bytes(got))),
@@ -189,9 +188,8 @@ TEST(PointToPoint, ClosingCancelsPendingOperations) {
   const auto big = pattern(1 << 20, 0);
   Request recv = comms[1]->irecv(0, f32_info(Tag::kActivation, 0, 0, 4), bytes(got));
   Request send = comms[1]->isend(0, f32_info(Tag::kActivation, 0, 0, big.size()), bytes(big));
-  const auto start = std::chrono::steady_clock::now();
   comms[1]->close();
-  EXPECT_LT(seconds_since(start), 1.0);
+  // Cancelled, not waited for: the send, 4 s long on this link, fails instead of completing.
   EXPECT_TRUE(Contains(wait_error(recv), "rank 0 (127.0.0.1:"));
   EXPECT_TRUE(Contains(wait_error(recv), "test rank 0): communicator closed"));
   EXPECT_TRUE(Contains(wait_error(send), "communicator closed"));
@@ -337,21 +335,17 @@ TEST(RawPeer, APeerThatStopsMidMessageTimesOut) {
   Request pending = mesh.comm->irecv(1, header_for(payload, 0).info, bytes(got));
   mesh.write(encode_header(header_for(payload, 0)));
   mesh.write(bytes(payload).first(1000));  // a quarter of the payload, then silence
-  const auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(Contains(wait_error(pending), "test rank 1): no data for 0.3 s"));
-  EXPECT_LT(seconds_since(start), 2.0);
 }
 
 TEST(RawPeer, ASendToAPeerThatReadsNothingTimesOut) {
   RawMesh mesh = make_raw_mesh(300ms);
   const auto big = pattern(16 << 20, 0);  // 64 MiB: more than the socket buffers hold
-  const auto start = std::chrono::steady_clock::now();
   const std::string error =
       wait_error(mesh.comm->isend(1, f32_info(Tag::kGradient, 0, 0, big.size()), bytes(big)));
   EXPECT_TRUE(Contains(error, "rank 1 (127.0.0.1:"));
   EXPECT_TRUE(
       Contains(error, "test rank 1): no progress sending for 0.3 s (the peer reads nothing)"));
-  EXPECT_LT(seconds_since(start), 3.0);
 }
 
 }  // namespace

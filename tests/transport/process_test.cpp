@@ -105,16 +105,12 @@ TEST(Processes, APeerKilledInTheMiddleOfAReceiveIsNamedWithinTheTimeout) {
                             std::as_writable_bytes(std::span(big)));
   c.recv(1, f32_info(Tag::kControl, 0, 0, 1), std::as_writable_bytes(std::span(ready)));
   // The big message is on its way now.
-  const auto start = std::chrono::steady_clock::now();
   kill(child, SIGKILL);
   const std::string error = wait_error(pending);
-  const double waited =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(exit_status(child), 128 + SIGKILL);
   EXPECT_TRUE(Contains(error, "rank 1 (127.0.0.1:" + std::to_string(addresses.peers[1].port) +
                                   ", test rank 1): connection closed"))
-      << error;
-  EXPECT_LT(waited, 5.0);  // well within the 10 s io_timeout: the close is noticed, not timed out
+      << error;  // the close is noticed, not timed out ("no data for 10 s")
 }
 
 TEST(Processes, ASilentPeerProcessTimesOut) {
