@@ -2,8 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -170,27 +168,6 @@ TEST(BottleneckMatching, RejectsSizesOutOfRange) {
   EXPECT_THROW(bottleneck_matching_value(w.data(), 0, ws), std::invalid_argument);
   EXPECT_THROW(bottleneck_matching_value(w.data(), 65, ws), std::invalid_argument);
   EXPECT_THROW(bottleneck_matching(w.data(), 0), std::invalid_argument);
-}
-
-double microseconds_per_call(int n, int calls) {
-  std::mt19937 rng(99);
-  std::vector<std::vector<double>> matrices;
-  for (int i = 0; i < 64; ++i) matrices.push_back(random_matrix(n, rng));
-  BottleneckWorkspace ws;
-  double sink = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) {
-    sink += bottleneck_matching_value(matrices[i % matrices.size()].data(), n, ws);
-  }
-  const std::chrono::duration<double, std::micro> elapsed =
-      std::chrono::steady_clock::now() - start;
-  EXPECT_GT(sink, 0);
-  return elapsed.count() / calls;
-}
-
-TEST(BottleneckMatching, TimingPrint) {
-  std::printf("bottleneck_matching_value: n=8 %.3f us/call, n=32 %.3f us/call\n",
-              microseconds_per_call(8, 200000), microseconds_per_call(32, 20000));
 }
 
 }  // namespace

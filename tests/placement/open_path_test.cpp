@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -225,32 +224,6 @@ TEST(OpenPath, DeterministicForAGivenSeed) {
   const std::vector<double> small = random_symmetric(10, rng);
   EXPECT_EQ(shortest_open_path(small.data(), 10, first_ws).order,
             shortest_open_path(small.data(), 10, second_ws).order);
-}
-
-double microseconds_per_call(const std::vector<double>& h, int g, bool cycle, int calls) {
-  OpenPathWorkspace ws;
-  double sink = 0;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < calls; ++i) {
-    sink +=
-        cycle ? shortest_cycle(h.data(), g, ws).length : shortest_open_path(h.data(), g, ws).length;
-  }
-  const std::chrono::duration<double, std::micro> elapsed =
-      std::chrono::steady_clock::now() - start;
-  EXPECT_GT(sink, 0);
-  return elapsed.count() / calls;
-}
-
-TEST(OpenPath, TimingPrint) {
-  std::mt19937 rng(8);
-  const std::vector<double> h8 = random_symmetric(8, rng);
-  const std::vector<double> h16 = random_symmetric(16, rng);
-  const std::vector<double> h32 = random_symmetric(32, rng);
-  std::printf("shortest_open_path: g=8 %.2f us, g=16 %.0f us, g=32 (local search) %.0f us\n",
-              microseconds_per_call(h8, 8, false, 20000), microseconds_per_call(h16, 16, false, 20),
-              microseconds_per_call(h32, 32, false, 20));
-  std::printf("shortest_cycle: g=8 %.2f us, g=16 %.0f us\n",
-              microseconds_per_call(h8, 8, true, 20000), microseconds_per_call(h16, 16, true, 20));
 }
 
 }  // namespace

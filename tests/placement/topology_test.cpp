@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <numbers>
 #include <set>
@@ -420,12 +419,9 @@ TEST(GeoGenerator, SameSeedSameTopologyOtherSeedAnother) {
             topology_to_yaml(generate_geo_topology(other)));
 }
 
-TEST(GeoGenerator, LargeTopologyIsQuickAndComplete) {
-  const auto start = std::chrono::steady_clock::now();
+// Its speed is measured in bench/placement (placement_kernels_bench).
+TEST(GeoGenerator, LargeTopologyIsComplete) {
   const Topology t = generate_geo_topology({.devices = 1024, .sites = 32, .seed = 3});
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 1.0);
   EXPECT_EQ(t.size(), 1024);
   EXPECT_EQ(t.sites.size(), 32u);
   EXPECT_EQ(t.site_pairs.size(), 32u * 31 / 2);
