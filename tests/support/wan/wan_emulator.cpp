@@ -1,0 +1,83 @@
+#include "tests/support/wan/wan_emulator.h"
+
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace tessel::wan {
+
+std::unique_ptr<WanEmulator> WanEmulator::start(const WanConfig& config) {
+  validate_wan_config(config);
+  check_wan_privileges();
+  std::unique_ptr<WanEmulator> wan(new WanEmulator());
+  wan->config_ = config;
+  wan->links_ = link_matrix(config);
+  const std::uint32_t base = subnet_base(config.subnet);
+  const std::string prefix =
+      config.name_prefix.empty() ? "twan" + std::to_string(::getpid()) + "-" : config.name_prefix;
+  try {  // on failure the destructor removes what was made
+    for (std::size_t i = 0; i < config.size(); ++i) {
+      std::string name = config.netns.empty() ? prefix + std::to_string(i) : config.netns[i];
+      if (config.netns.empty()) {
+        if (namespace_exists(name)) {
+          throw std::runtime_error("network namespace " + name + " exists already");
+        }
+        run_or_throw("ip netns add " + name);
+        wan->created_.push_back(name);
+      } else if (!namespace_exists(name)) {
+        throw std::invalid_argument("netns: network namespace " + name +
+                                    " does not exist (/var/run/netns/" + name + ")");
+      }
+      wan->names_.push_back(name);
+      wan->addresses_.push_back(ipv4_text(base + static_cast<std::uint32_t>(i) + 1));
+      wan->tun_fds_.push_back(open_tun_in(name, config.tun_name));
+      const std::string in = "ip -n " + name + " ";
+      run_or_throw(in + "link set lo up");
+      run_or_throw(in + "addr add " + wan->addresses_.back() + "/24 dev " + config.tun_name);
+      run_or_throw(in + "link set " + config.tun_name + " mtu " + std::to_string(config.mtu) +
+                   " up");
+    }
+    wan->forwarder_ = std::make_unique<PacketForwarder>(wan->tun_fds_, base, wan->links_,
+                                                        config.mtu, config.seed);
+  } catch (...) {
+    wan->stop();
+    throw;
+  }
+  return wan;
+}
+
+WanEmulator::~WanEmulator() { stop(); }
+
+void WanEmulator::stop() {
+  if (forwarder_) forwarder_->stop();
+  for (int fd : tun_fds_) ::close(fd);  // a TUN device that is not persistent goes with its fd
+  tun_fds_.clear();
+  for (const std::string& name : created_) {
+    std::string output;
+    run_shell("ip netns del " + name, output);
+  }
+  created_.clear();
+}
+
+const LinkSettings& WanEmulator::link(std::size_t from, std::size_t to) const {
+  if (from >= size() || to >= size()) throw std::out_of_range("WanEmulator::link: no such pair");
+  return links_[from * size() + to];
+}
+
+std::string WanEmulator::command_in(std::size_t i, const std::string& command) const {
+  return "ip netns exec " + namespace_name(i) + " " + command;
+}
+
+int WanEmulator::run_in(std::size_t i, const std::string& command, std::string& output) const {
+  return run_shell(command_in(i, command), output);
+}
+
+void WanEmulator::call_in(std::size_t i, const std::function<void()>& action) const {
+  run_in_namespace(namespace_name(i), action);
+}
+
+ForwarderStats WanEmulator::stats() const {
+  return forwarder_ ? forwarder_->stats() : ForwarderStats{};
+}
+
+}  // namespace tessel::wan
