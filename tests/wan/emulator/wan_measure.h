@@ -169,8 +169,14 @@ inline StreamResult tcp_stream(const WanEmulator& wan, std::size_t from, std::si
     ::close(fd);
   });
   const sockaddr_in target = socket_address(wan.address(to), port);
-  check(::connect(sender, reinterpret_cast<const sockaddr*>(&target), sizeof target) == 0,
-        "connect to " + wan.address(to));
+  if (::connect(sender, reinterpret_cast<const sockaddr*>(&target), sizeof target) != 0) {
+    const std::string error = std::strerror(errno);
+    ::shutdown(listener, SHUT_RDWR);  // the receiver's accept returns
+    receiver.join();
+    ::close(sender);
+    ::close(listener);
+    throw std::runtime_error("connect to " + wan.address(to) + ": " + error);
+  }
   socklen_t length = sizeof result.sndbuf_granted;
   ::getsockopt(sender, SOL_SOCKET, SO_SNDBUF, &result.sndbuf_granted, &length);
   std::vector<char> chunk(256 * 1024, 'w');
