@@ -51,10 +51,14 @@ class TestClient {
   ClientResponse request(const std::string& method, const std::string& target,
                          const std::string& body = "",
                          const std::string& content_type = "application/json",
-                         const std::string& accept = "application/json") const {
+                         const std::string& accept = "application/json",
+                         const std::vector<std::string>& extra_headers = {}) const {
     ClientResponse response;
     CURL* curl = prepare(target);
     curl_slist* headers = base_headers(accept);
+    for (const std::string& header : extra_headers) {
+      headers = curl_slist_append(headers, header.c_str());
+    }
     if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
       headers = curl_slist_append(headers, ("Content-Type: " + content_type).c_str());
       curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());

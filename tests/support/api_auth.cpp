@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "tests/support/api_service_account_tokens.h"
+
 namespace tessel::testing {
 namespace {
 
@@ -30,7 +32,9 @@ bool is_public_info_path(const std::string& path) {
 
 }  // namespace
 
-Authenticator::Authenticator(const std::vector<ApiTestServerOptions::Token>& tokens) {
+Authenticator::Authenticator(const std::vector<ApiTestServerOptions::Token>& tokens,
+                             const ServiceAccountTokens* service_account_tokens)
+    : service_account_tokens_(service_account_tokens) {
   for (const auto& token : tokens) tokens_[token.token] = token.user;
 }
 
@@ -48,10 +52,15 @@ std::optional<UserInfo> Authenticator::authenticate(const HttpServerRequest& req
   if (space != std::string::npos && lower(header.substr(0, space)) == "bearer") {
     std::string token = header.substr(space + 1);
     token.erase(0, token.find_first_not_of(' '));
-    std::lock_guard lock(mutex_);
-    const auto found = tokens_.find(token);
-    if (found == tokens_.end()) return std::nullopt;
-    return with_group(found->second, "system:authenticated");
+    {
+      std::lock_guard lock(mutex_);
+      const auto found = tokens_.find(token);
+      if (found != tokens_.end()) return with_group(found->second, "system:authenticated");
+    }
+    if (service_account_tokens_ == nullptr) return std::nullopt;
+    const std::optional<UserInfo> account = service_account_tokens_->authenticate(token);
+    if (!account) return std::nullopt;
+    return with_group(*account, "system:authenticated");
   }
   return UserInfo{kAnonymous, {"system:unauthenticated"}};
 }
@@ -88,6 +97,57 @@ RequestAttributes request_attributes(const HttpServerRequest& request, const Api
     attributes.verb = lower(method);
   }
   return attributes;
+}
+
+UserInfo impersonated_user(const HttpServerRequest& request, const UserInfo& user,
+                           const Authorizer& authorizer) {
+  const std::optional<std::string> name = request.headers.get("Impersonate-User");
+  std::vector<std::string> groups;
+  for (const auto& [header, value] : request.headers.entries) {
+    if (lower(header) == "impersonate-group") groups.push_back(value);
+  }
+  if (!name) {
+    if (groups.empty()) return user;
+    throw bad_request("requested [{Group  " + groups.front() +
+                      "    }] without impersonating a user");
+  }
+  const auto check = [&](const std::string& resource, const std::string& namespace_,
+                         const std::string& object) {
+    RequestAttributes attributes;
+    attributes.user = user;
+    attributes.verb = "impersonate";
+    attributes.resource = resource;
+    attributes.namespace_ = namespace_;
+    attributes.name = object;
+    attributes.path = request.path;
+    if (!authorizer(attributes)) throw forbidden_request(attributes);
+  };
+  UserInfo acting{*name, {}};
+  const std::string prefix = "system:serviceaccount:";
+  const std::size_t colon = name->rfind(':');
+  if (name->rfind(prefix, 0) == 0 && colon > prefix.size()) {
+    const std::string namespace_ = name->substr(prefix.size(), colon - prefix.size());
+    const std::string account = name->substr(colon + 1);
+    check("serviceaccounts", namespace_, account);
+    if (groups.empty()) acting.groups = service_account_user(namespace_, account).groups;
+  } else {
+    check("users", "", *name);
+  }
+  for (const std::string& group : groups) {
+    check("groups", "", group);
+    if (std::find(acting.groups.begin(), acting.groups.end(), group) == acting.groups.end()) {
+      acting.groups.push_back(group);
+    }
+  }
+  if (*name == kAnonymous) {
+    if (groups.empty()) acting.groups = {"system:unauthenticated"};
+    return acting;
+  }
+  const bool named_either =
+      std::any_of(acting.groups.begin(), acting.groups.end(), [](const std::string& group) {
+        return group == "system:authenticated" || group == "system:unauthenticated";
+      });
+  return named_either ? acting : with_group(acting, "system:authenticated");
 }
 
 bool default_authorizer(const RequestAttributes& attributes) {

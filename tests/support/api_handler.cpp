@@ -1,6 +1,8 @@
 #include "tests/support/api_handler.h"
 
+#include "tests/support/api_access_review.h"
 #include "tests/support/api_errors.h"
+#include "tests/support/api_protobuf.h"
 #include "tests/support/api_representation.h"
 #include "tests/support/api_router.h"
 #include "tests/support/discovery.h"
@@ -21,6 +23,7 @@ HttpServerResponse text_response(int status, const std::string& text) {
 }
 
 json parse_body(const HttpServerRequest& request) {
+  if (media_type(request) == kProtobufMediaType) return decode_protobuf_body(request.body);
   const json body = json::parse(request.body, nullptr, false);
   if (body.is_discarded()) {
     throw bad_request(
@@ -96,12 +99,13 @@ HttpServerResponse error_response(const ApiError& error) {
 }
 
 ApiHandler::ApiHandler(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs,
-                       Authenticator& authenticator, std::string git_version,
-                       WatchSettings watch_settings)
+                       Authenticator& authenticator, ServiceAccountTokens& tokens,
+                       std::string git_version, WatchSettings watch_settings)
     : store_(store),
       resources_(resources),
       verbs_(verbs),
       authenticator_(authenticator),
+      tokens_(tokens),
       git_version_(std::move(git_version)),
       watch_settings_(watch_settings),
       authorizer_(default_authorizer) {}
@@ -126,12 +130,12 @@ bool ApiHandler::is_watch(const HttpServerRequest& request) {
 HttpServerResponse ApiHandler::handle(const HttpServerRequest& request) const {
   try {
     const ApiPath path = parse_api_path(request.path);
-    const std::optional<UserInfo> user = authenticator_.authenticate(request);
-    if (!user) throw unauthorized();
-    const RequestAttributes attributes =
-        request_attributes(request, path, *user, is_watch(request));
+    const std::optional<UserInfo> authenticated = authenticator_.authenticate(request);
+    if (!authenticated) throw unauthorized();
+    const UserInfo user = impersonated_user(request, *authenticated, authorizer());
+    const RequestAttributes attributes = request_attributes(request, path, user, is_watch(request));
     if (!authorizer()(attributes)) throw forbidden_request(attributes);
-    if (path.type == ApiPath::Type::kResource) return handle_resource(request, path, *user);
+    if (path.type == ApiPath::Type::kResource) return handle_resource(request, path, user);
     return handle_non_resource(request, path);
   } catch (const ApiError& error) {
     return error_response(error);
@@ -200,6 +204,7 @@ HttpServerResponse ApiHandler::handle_resource(const HttpServerRequest& request,
   if (!type) throw page_not_found();
   if (type->namespaced() == false && !path.namespace_.empty()) throw page_not_found();
   if (type->namespaced() && !path.name.empty() && path.namespace_.empty()) throw page_not_found();
+  if (auto answer = answer_review(request, *type, path, user)) return *answer;
   const bool finalize =
       path.subresource == "finalize" && type->group().empty() && type->resource() == "namespaces";
   if (!path.subresource.empty() && path.subresource != "status" && !finalize) {
@@ -235,6 +240,23 @@ HttpServerResponse ApiHandler::handle_resource(const HttpServerRequest& request,
     throw method_not_allowed();
   }
   return json_response(result.status, result.body, result.warnings);
+}
+
+std::optional<HttpServerResponse> ApiHandler::answer_review(const HttpServerRequest& request,
+                                                            const ResourceType& type,
+                                                            const ApiPath& path,
+                                                            const UserInfo& user) const {
+  if (type.group() == "authorization.k8s.io") {
+    if (request.method != "POST" || !path.name.empty()) throw method_not_allowed();
+    return json_response(
+        201, answer_self_subject_access_review(parse_body(request), user, authorizer()));
+  }
+  if (type.group().empty() && type.resource() == "serviceaccounts" && path.subresource == "token") {
+    if (request.method != "POST") throw method_not_allowed();
+    return json_response(
+        201, tokens_.answer_token_request(path.namespace_, path.name, parse_body(request)));
+  }
+  return std::nullopt;
 }
 
 HttpServerResponse ApiHandler::read(const HttpServerRequest& request, const ObjectRef& ref,

@@ -5,10 +5,12 @@
 #pragma once
 
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "tests/support/api_auth.h"
 #include "tests/support/api_resources.h"
+#include "tests/support/api_service_account_tokens.h"
 #include "tests/support/api_store.h"
 #include "tests/support/api_test_server.h"
 #include "tests/support/api_verbs.h"
@@ -20,7 +22,8 @@ namespace tessel::testing {
 class ApiHandler {
  public:
   ApiHandler(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs,
-             Authenticator& authenticator, std::string git_version, WatchSettings watch_settings);
+             Authenticator& authenticator, ServiceAccountTokens& tokens, std::string git_version,
+             WatchSettings watch_settings);
 
   HttpServerResponse handle(const HttpServerRequest& request) const;
 
@@ -36,12 +39,18 @@ class ApiHandler {
                                      const UserInfo& user) const;
   HttpServerResponse read(const HttpServerRequest& request, const ObjectRef& ref,
                           const RequestOptions& options) const;
+  // What is answered, not stored: SelfSubjectAccessReviews and TokenRequests; nullopt for
+  // other requests.
+  std::optional<HttpServerResponse> answer_review(const HttpServerRequest& request,
+                                                  const ResourceType& type, const ApiPath& path,
+                                                  const UserInfo& user) const;
   Authorizer authorizer() const;
 
   ObjectStore& store_;
   ServedResources& resources_;
   ApiVerbs& verbs_;
   Authenticator& authenticator_;
+  ServiceAccountTokens& tokens_;
   std::string git_version_;
   WatchSettings watch_settings_;
   mutable std::mutex authorizer_mutex_;

@@ -12,6 +12,11 @@ const std::vector<kube::ResourceInfo>& install_resources() {
       {{"rbac.authorization.k8s.io", "v1", "clusterroles"}, "ClusterRole", false, {}, {}},
       {{"rbac.authorization.k8s.io", "v1", "rolebindings"}, "RoleBinding", true, {}, {}},
       {{"rbac.authorization.k8s.io", "v1", "roles"}, "Role", true, {}, {}},
+      {{"authorization.k8s.io", "v1", "selfsubjectaccessreviews"},
+       "SelfSubjectAccessReview",
+       false,
+       {},
+       {}},
   };
   return resources;
 }

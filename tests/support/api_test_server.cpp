@@ -16,6 +16,7 @@
 #include "tests/support/api_garbage_collector.h"
 #include "tests/support/api_handler.h"
 #include "tests/support/api_rbac.h"
+#include "tests/support/api_token_controller.h"
 #include "tests/support/http_server.h"
 
 namespace tessel::testing {
@@ -27,8 +28,9 @@ struct ApiTestServer::Impl {
       : options(std::move(server_options)),
         store(options.watch_window),
         verbs(store, resources, options.future_resource_version_wait),
-        authenticator(options.tokens),
-        handler(store, resources, verbs, authenticator, options.git_version,
+        service_account_tokens(store),
+        authenticator(options.tokens, &service_account_tokens),
+        handler(store, resources, verbs, authenticator, service_account_tokens, options.git_version,
                 {options.default_watch_timeout, options.bookmark_interval}) {
     verbs.create_initial_objects();
     if (options.authorization == Authorization::kRbac) {
@@ -37,13 +39,18 @@ struct ApiTestServer::Impl {
     }
     if (!options.crd_directory.empty()) load_crds(options.crd_directory, verbs, resources);
     collector.emplace(store, resources, verbs);
-    store.set_change_listener([this](const StoredEvent& change) { collector->observe(change); });
     std::optional<TlsIdentity> identity;
     if (options.tls) {
       authority.emplace();
       const TestCertificate certificate = authority->issue_server();
       identity = TlsIdentity{certificate.cert_pem, certificate.key_pem, authority->ca_pem()};
     }
+    token_controller.emplace(store, resources, verbs, service_account_tokens,
+                             authority ? authority->ca_pem() : std::string());
+    store.set_change_listener([this](const StoredEvent& change) {
+      collector->observe(change);
+      token_controller->observe(change);
+    });
     http.emplace([this](const HttpServerRequest& request) { return serve(request); }, identity);
   }
 
@@ -57,6 +64,7 @@ struct ApiTestServer::Impl {
     http.reset();  // no request runs past here
     store.set_change_listener(nullptr);
     collector.reset();
+    token_controller.reset();
   }
 
   void create_bootstrap_policy() {
@@ -117,9 +125,11 @@ struct ApiTestServer::Impl {
   ObjectStore store;
   ServedResources resources;
   ApiVerbs verbs;
+  ServiceAccountTokens service_account_tokens;
   Authenticator authenticator;
   ApiHandler handler;
   std::optional<GarbageCollector> collector;
+  std::optional<TokenController> token_controller;
   std::optional<TestCertificateAuthority> authority;
 
   std::mutex fault_mutex;

@@ -36,7 +36,8 @@ struct SubresourceEntry {
 struct BuiltinResource {
   std::vector<std::string> verbs;
   std::vector<std::string> categories;
-  std::string storage_version;  // group/version its objects are stored as, for the hash
+  std::string storage_version;  // group/version its objects are stored as, for the hash; ""
+                                // for resources that are not stored
   std::map<std::string, SubresourceEntry> subresources;
 };
 
@@ -78,6 +79,8 @@ const std::map<std::pair<std::string, std::string>, BuiltinResource>& builtin_re
       {{"rbac.authorization.k8s.io", "rolebindings"},
        {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
       {{"rbac.authorization.k8s.io", "roles"}, {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
+      // Answered, not stored: no storageVersionHash.
+      {{"authorization.k8s.io", "selfsubjectaccessreviews"}, {{"create"}, {}, "", {}}},
       {{"apiextensions.k8s.io", "customresourcedefinitions"},
        {kAllVerbs, {"api-extensions"}, "apiextensions.k8s.io/v1beta1", {{"status", kStatus}}}},
   };
@@ -219,7 +222,10 @@ void add_resource_entries(json& resources, const ResourceInfo& info,
     entry["verbs"] = builtin->second.verbs;
     add_list(entry, "shortNames", info.short_names);
     add_list(entry, "categories", builtin->second.categories);
-    entry["storageVersionHash"] = storage_version_hash(builtin->second.storage_version, info.kind);
+    if (!builtin->second.storage_version.empty()) {
+      entry["storageVersionHash"] =
+          storage_version_hash(builtin->second.storage_version, info.kind);
+    }
     known_subresources = builtin->second.subresources;
   } else {
     const json* crd = find_crd(crds, info);
