@@ -238,8 +238,10 @@ void check_every_rule_is_needed(
   create_namespace(hub.admin(), release_ns, cleanup);
   create_namespace(member->admin(), release_ns, cleanup);
 
-  // The probers run in the member chart's namespace: the hub chart's prober.namespace.
-  std::vector<std::string> hub_args = {"--set", "prober.namespace=" + release_ns};
+  // The probers run in the member chart's namespace: the hub chart's prober.namespace. A hub id
+  // of the test's own keeps the calls' objects apart from a real hub's operator.
+  std::vector<std::string> hub_args = {"--set", "prober.namespace=" + release_ns, "--set",
+                                       "hubId=" + release};
   for (std::string& arg : hub_values(job_ns)) hub_args.push_back(std::move(arg));
   const ProcessResult hub_render = render("tessel", "", hub_args, release, release_ns);
   ASSERT_EQ(hub_render.exit_code, 0) << hub_render.out << hub_render.err;
