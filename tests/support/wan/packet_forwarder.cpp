@@ -149,11 +149,14 @@ void PacketForwarder::run() {
       auto& line = s.held[pair];
       while (!line.empty() && line.front().arrival <= now) {
         const std::vector<std::uint8_t>& bytes = line.front().bytes;
-        if (::write(s.tun_fds[pair % n], bytes.data(), bytes.size()) ==
+        // Counted before the write: the packet may reach its reader (and a reply come back)
+        // before this thread runs again, and whoever then reads the counters should see it.
+        s.packets_out.fetch_add(1, std::memory_order_relaxed);
+        s.bytes_out.fetch_add(bytes.size(), std::memory_order_relaxed);
+        if (::write(s.tun_fds[pair % n], bytes.data(), bytes.size()) !=
             static_cast<ssize_t>(bytes.size())) {
-          s.packets_out.fetch_add(1, std::memory_order_relaxed);
-          s.bytes_out.fetch_add(bytes.size(), std::memory_order_relaxed);
-        } else {
+          s.packets_out.fetch_sub(1, std::memory_order_relaxed);
+          s.bytes_out.fetch_sub(bytes.size(), std::memory_order_relaxed);
           s.write_errors.fetch_add(1, std::memory_order_relaxed);
         }
         give_back(std::move(line.front().bytes));
