@@ -1,7 +1,10 @@
 // Leader election between two processes (tessel-leader-candidate) on one Lease of a cluster:
-// after kill -9 of the leader the other takes over once the lease has expired and not much
-// later; a leader stopped cleanly releases the lease and the other takes over at once, long
-// before the lease would expire.
+// after kill -9 of the leader the other takes over once the lease has expired, not before; a
+// leader stopped cleanly releases the lease and the other takes over long before the lease would
+// expire. How soon after expiry a successor takes over is the elector's arithmetic, checked on a
+// fake clock in leader_election_test.cpp
+// (SuccessorTakesOverAfterLeaseDurationWithCallbacksInOrder): no upper bound on the wall clock
+// here, where a loaded machine may delay any process.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -158,7 +161,6 @@ class ClusterLeaderElectionTest : public ::testing::Test {
 TEST_F(ClusterLeaderElectionTest, KilledLeaderIsReplacedOnceTheLeaseExpires) {
   constexpr int kLeaseSeconds = 2;
   constexpr auto kLease = std::chrono::seconds(kLeaseSeconds);
-  constexpr auto kRetry = milliseconds(200);
   Candidate a(cluster_, "failover", "a", kLeaseSeconds, 1.5, 0.2);
   ASSERT_TRUE(a.wait_for_line("leading a"));
   Candidate b(cluster_, "failover", "b", kLeaseSeconds, 1.5, 0.2);
@@ -182,11 +184,6 @@ TEST_F(ClusterLeaderElectionTest, KilledLeaderIsReplacedOnceTheLeaseExpires) {
   // candidates' clocks are this machine's; 5 ms for the steady clock drifting from the wall
   // clock that MicroTimes are written in).
   EXPECT_GE(since_renewal, kLease - milliseconds(5));
-  // And soon after: b notices a's last renewal within one of its jittered polls (retry period
-  // x (1 + kJitterFactor)), and takes the lease at its first poll after expiry, another such
-  // interval later. 300 ms more for process scheduling on a loaded machine.
-  const auto poll = std::chrono::duration_cast<milliseconds>(kRetry * (1 + kJitterFactor));
-  EXPECT_LE(since_renewal, kLease + 2 * poll + milliseconds(300));
 
   const LeaseRecord record = lease("failover");
   EXPECT_EQ(record.holder_identity, "b");
@@ -195,20 +192,20 @@ TEST_F(ClusterLeaderElectionTest, KilledLeaderIsReplacedOnceTheLeaseExpires) {
 }
 
 TEST_F(ClusterLeaderElectionTest, CleanShutdownHandsOverAtOnce) {
-  // A lease far longer than the hand-over may take: only the release explains a quick one.
-  constexpr int kLeaseSeconds = 10;
+  // A lease longer than wait_for_line waits (kClusterTimeout): b can take over within that wait
+  // only because a released the lease, never because it expired.
+  constexpr int kLeaseSeconds = 60;
+  static_assert(std::chrono::seconds(kLeaseSeconds) > kClusterTimeout);
   Candidate a(cluster_, "handover", "a", kLeaseSeconds, 1.5, 0.2);
   ASSERT_TRUE(a.wait_for_line("leading a"));
   Candidate b(cluster_, "handover", "b", kLeaseSeconds, 1.5, 0.2);
   ASSERT_TRUE(b.wait_for_line("new leader a"));
 
   a.signal(SIGTERM);
-  const auto stopped = system_clock::now();
   EXPECT_TRUE(a.wait_for_line("stopped leading a"));
   EXPECT_EQ(a.wait(), 0);
   const auto took_over = b.wait_for_line("leading b");
-  ASSERT_TRUE(took_over) << "b never took over";
-  EXPECT_LT(*took_over - stopped, std::chrono::seconds(2));
+  ASSERT_TRUE(took_over) << "b did not take over the released lease";
 
   const LeaseRecord record = lease("handover");
   EXPECT_EQ(record.holder_identity, "b");

@@ -3,10 +3,13 @@
 #include "tests/kubectl/child_process.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <chrono>
+#include <fstream>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace tessel::testing {
 namespace {
@@ -23,15 +26,30 @@ TEST(ChildProcessTest, CapturesStdoutStderrAndTheExitCode) {
   EXPECT_EQ(result.err, "err\n");
 }
 
+// Whether `pid` has ended: gone, or a zombie its new parent has not reaped yet.
+bool ended(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string fields;
+  if (!std::getline(stat, fields)) return true;
+  const size_t after_name = fields.rfind(')');
+  return after_name == std::string::npos || fields.substr(after_name + 2, 1) == "Z";
+}
+
 TEST(ChildProcessTest, KillsTheWholeProcessGroupAtTheDeadline) {
   // The shell's child (sleep) holds the pipes too; it must die with the shell.
-  const auto start = std::chrono::steady_clock::now();
   const ProcessResult result =
-      run_process({"sh", "-c", "echo started; sleep 30"}, milliseconds(300));
+      run_process({"sh", "-c", "echo started; sleep 30 & echo $!; wait"}, milliseconds(300));
   EXPECT_TRUE(result.timed_out);
   EXPECT_EQ(result.exit_code, 128 + 9);  // SIGKILL
-  EXPECT_EQ(result.out, "started\n");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, seconds(5));
+  ASSERT_TRUE(result.out.starts_with("started\n")) << result.out;
+  const pid_t sleeper = std::stoi(result.out.substr(std::string("started\n").size()));
+  // Killed, not left to run out its 30 s (a generous wait for the kernel to finish the kill).
+  const auto give_up = std::chrono::steady_clock::now() + seconds(10);
+  while (!ended(sleeper) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(ended(sleeper)) << "sleep (pid " << sleeper << ") outlived the deadline";
+  if (!ended(sleeper)) ::kill(sleeper, SIGKILL);
 }
 
 TEST(ChildProcessTest, ReadsUntilTheOutputShowsWhatItWaitsFor) {

@@ -74,9 +74,10 @@ TEST(ProbeMeasurement, LoopbackIsSaneAndFitsTheAnnotation) {
   const api::LinkMeasurement& m = result.measurement;
   EXPECT_GT(m.rtt_p50_ms, 0);
   EXPECT_GE(m.rtt_p90_ms, m.rtt_p50_ms);
-  EXPECT_LT(m.rtt_p50_ms, 100);  // loopback: far below this on any machine
+  // How fast loopback is depends on the machine and its load: measured, never bounded here
+  // (bench/prober; the accuracy against shaped links is prober/accuracy's, label prober-accuracy).
   EXPECT_GT(m.small_gbps, 0);
-  EXPECT_GT(m.bulk_gbps, 0.05);
+  EXPECT_GT(m.bulk_gbps, 0);
   EXPECT_EQ(m.measured_at.size(), 20u);  // 2026-11-26T00:12:03Z
   EXPECT_EQ(m.measured_at.back(), 'Z');
   EXPECT_GT(result.bytes_sent, fixed_probe_bytes(options) - 512);  // the hello's name is short

@@ -24,8 +24,7 @@ TEST(ProbeRoundTrips, PingsOnlyInOneSession) {
   const ProbeResult result = measure_round_trips(loopback_peer(server->port()), options);
   const api::LinkMeasurement& m = result.measurement;
   EXPECT_GT(m.rtt_p50_ms, 0);
-  EXPECT_GE(m.rtt_p90_ms, m.rtt_p50_ms);
-  EXPECT_LT(m.rtt_p50_ms, 100);
+  EXPECT_GE(m.rtt_p90_ms, m.rtt_p50_ms);  // no bound on loopback's speed on a loaded machine
   EXPECT_EQ(m.small_gbps, 0);
   EXPECT_EQ(m.bulk_gbps, 0);
   EXPECT_EQ(m.measured_at.size(), 20u);
