@@ -11,6 +11,7 @@
 
 #include "noderuntime/stage/grpc_progress_reporter.h"
 #include "tessel/v1alpha1/progress.grpc.pb.h"
+#include "tests/held_port.h"
 
 namespace tessel::launcher {
 namespace {
@@ -47,13 +48,6 @@ std::vector<pb::StageEvent> take(ProgressServer& server, size_t count,
   return all;
 }
 
-// A port nothing listens on, that a server can take next.
-int free_port() {
-  ProgressServer probe(1);
-  const std::string address = probe.address();
-  return std::stoi(address.substr(address.rfind(':') + 1));
-}
-
 TEST(ProgressServer, EventsArriveOnceInOrderWithTheTaskletAndSequence) {
   ProgressServer server(42);
   {
@@ -73,13 +67,14 @@ TEST(ProgressServer, EventsArriveOnceInOrderWithTheTaskletAndSequence) {
   EXPECT_TRUE(take(server, 1, 200ms).empty());
 }
 
+// The servers below bind a port held for them (tests/held_port.h), not one picked and released.
 TEST(ProgressServer, AReporterStartedBeforeTheServerDeliversOnceItListens) {
-  const int port = free_port();
-  stage::GrpcProgressReporter reporter(tasklet(3, 0), "127.0.0.1:" + std::to_string(port));
+  const testing::HeldPort port;
+  stage::GrpcProgressReporter reporter(tasklet(3, 0), port.address());
   reporter.report(step(1));
   reporter.report(step(2));
   EXPECT_FALSE(reporter.flush(300ms));  // nobody listens yet
-  ProgressServer server(3, port);
+  ProgressServer server(3, port.port());
   EXPECT_TRUE(reporter.flush(10s));
   const std::vector<pb::StageEvent> events = take(server, 2);
   ASSERT_EQ(events.size(), 2u);
@@ -88,18 +83,17 @@ TEST(ProgressServer, AReporterStartedBeforeTheServerDeliversOnceItListens) {
 }
 
 TEST(ProgressServer, EventsSentWhileTheServerRestartsAreDeliveredToTheNewOne) {
-  const int port = free_port();
-  const std::string address = "127.0.0.1:" + std::to_string(port);
-  stage::GrpcProgressReporter reporter(tasklet(5, 2), address);
+  const testing::HeldPort port;
+  stage::GrpcProgressReporter reporter(tasklet(5, 2), port.address());
   {
-    ProgressServer first(5, port);
+    ProgressServer first(5, port.port());
     reporter.report(step(1));
     ASSERT_TRUE(reporter.flush(10s));
     ASSERT_EQ(take(first, 1).size(), 1u);
   }
   reporter.report(step(2));  // the server is gone
   reporter.report(step(3));
-  ProgressServer second(5, port);
+  ProgressServer second(5, port.port());
   EXPECT_TRUE(reporter.flush(20s));
   const std::vector<pb::StageEvent> events = take(second, 2);
   ASSERT_EQ(events.size(), 2u);

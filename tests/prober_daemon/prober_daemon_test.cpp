@@ -31,6 +31,7 @@
 #include "noderuntime/prober/probe_handshake.h"
 #include "noderuntime/prober/probe_server.h"
 #include "noderuntime/transport/socket.h"
+#include "tests/held_port.h"
 #include "tests/kubectl/child_process.h"
 #include "tests/prober/prober_test_support.h"
 #include "tests/support/test_cluster.h"
@@ -390,15 +391,12 @@ TEST_F(ProberDaemons, TheBinaryAnnotatesItsNodeAndStopsCleanlyOnSigterm) {
   const std::string secret_file =
       ::testing::TempDir() + "tessel-prober-secret-" + std::to_string(getpid()) + "-" + ns();
   std::ofstream(secret_file) << kSecret << "\n";
-  uint16_t port = 0;
-  {  // a free port: bound, then closed for the prober to take
-    port = transport::TcpListener::bind("127.0.0.1", 0).port();
-  }
+  const testing::HeldPort port;  // held until the prober binds it, not picked and released
   testing::ChildProcess prober({TESSEL_PROBER_BINARY, "--kubeconfig", cluster_.kubeconfig_path(),
                                 "--node-name", node, "--namespace", ns(), "--listen",
-                                "127.0.0.1:" + std::to_string(port), "--secret-file", secret_file,
-                                "--check-interval", "1s", "--refresh-interval", "10s", "--peer-ttl",
-                                "5s", "--emulate-link", "member-b/=0/5"});
+                                port.address(), "--secret-file", secret_file, "--check-interval",
+                                "1s", "--refresh-interval", "10s", "--peer-ttl", "5s",
+                                "--emulate-link", "member-b/=0/5"});
   const bool annotated = eventually([&] {
     prober.read_until([](const std::string&) { return false; }, 50ms);  // drains its logs
     return names(node, {"member-b/x"});
