@@ -337,9 +337,11 @@ TEST_F(ProberDaemons, ARestartedProberResumesWhatItsNodeStillHolds) {
   cluster_.admin().patch(
       resource("Node"), "", node, kube::PatchType::kMerge,
       {{"metadata", {{"annotations", {{api::kLinksAnnotation, api::format_node_links(before)}}}}}});
-  // member-b/x and member-b/old are listed but do not answer (a closed port): nothing replaces
-  // the resumed value before the test reads it (the next probe is a check interval away).
-  const uint16_t closed_port = transport::TcpListener::bind("127.0.0.1", 0).port();
+  // member-b/x and member-b/old are listed but do not answer (a port held, where nothing
+  // listens and nobody else can): nothing replaces the resumed value before the test reads it
+  // (the next probe is a check interval away).
+  const testing::HeldPort closed;
+  const uint16_t closed_port = closed.port();
   api::ProberPeers peers;
   peers.cluster = "member-a";
   peers.peers = {{"member-b/old", "127.0.0.1", closed_port},
