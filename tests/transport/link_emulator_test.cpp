@@ -1,6 +1,7 @@
 // The link emulator's arithmetic, on virtual time points (no sleeping): the token bucket's
 // rate and burst, the delay line as a pipe, the shape table. The shaping of real sockets is in
-// shaping_test.cpp; shapes from a placement topology in tests/stage/topology_links_test.cpp.
+// timing/shaping_test.cpp (label timing); shapes from a placement topology in
+// tests/stage/topology_links_test.cpp.
 #include "noderuntime/transport/link_emulator.h"
 
 #include <gtest/gtest.h>

@@ -2,9 +2,10 @@
 // shaped link never delivers faster than its emulated rate and latency allow. Every bound is a
 // lower bound taken from the emulator's own arithmetic (LinkPacer on virtual time), never from
 // the machine's speed: a loaded machine only makes transfers slower, so it cannot break them.
-// That a transfer is not slower than its shape (latency paid once, not per piece; links out of
-// one rank not slowing each other) is the pacer's arithmetic, checked on virtual time in
-// ../link_emulator_test.cpp.
+// That a transfer is not slower than its shape (latency paid once, not per piece; a link out of
+// a rank unslowed by another) would be an upper bound, which a loaded machine can break: it is
+// not asserted here. The arithmetic behind it (latency once per transfer, each link its own
+// shape in the table) is checked on virtual time in ../link_emulator_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
