@@ -138,8 +138,7 @@ json controller_reference(const json& owner) {
               {"kind", string_at(owner, {"kind"})},
               {"name", object_name(owner)},
               {"uid", object_uid(owner)},
-              {"controller", true},
-              {"blockOwnerDeletion", true}};
+              {"controller", true}};
 }
 
 bool set_controller_reference(json& obj, const json& owner) {

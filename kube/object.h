@@ -49,7 +49,10 @@ nlohmann::json annotation_merge_patch(const std::string& key,
 // --- ownerReferences ------------------------------------------------------------------------
 
 // The ownerReference that makes `owner` the controller of another object: apiVersion, kind,
-// name, uid from the owner, controller and blockOwnerDeletion true.
+// name, uid from the owner, controller true. blockOwnerDeletion is left unset: it only makes a
+// foreground deletion of the owner wait for the object, and where the
+// OwnerReferencesPermissionEnforcement admission plugin is on, setting it needs update on the
+// owner's finalizers subresource, a right tessel's controllers do not otherwise need.
 nlohmann::json controller_reference(const nlohmann::json& owner);
 // Adds (or refreshes) owner as obj's controller; returns whether obj changed. Throws
 // std::invalid_argument when obj already has a different controller, or when the owner is

@@ -174,7 +174,6 @@ TEST(HubChart, RbacIsExactlyTheHubTableOfTheDocs) {
   const Grants expected = expand({
       {"*", "tessel.dev", {"trainingjobs"}, {}, {"get", "list", "watch", "update"}},
       {"*", "tessel.dev", {"trainingjobs/status"}, {}, {"update"}},
-      {"*", "tessel.dev", {"trainingjobs/finalizers"}, {}, {"update"}},
       {"*", "tessel.dev", {"memberclusters"}, {}, {"get", "list", "watch"}},
       {"*", "tessel.dev", {"memberclusters/status"}, {}, {"update"}},
       {"tessel-system", "", {"secrets"}, {}, {"get", "list", "watch"}},
@@ -188,13 +187,17 @@ TEST(HubChart, RbacIsExactlyTheHubTableOfTheDocs) {
   EXPECT_EQ(held, expected) << "held:\n" << to_string(held) << "expected:\n" << to_string(expected);
 }
 
-// With one watched namespace, the jobs' Secrets and Events are granted there only.
+// With one watched namespace, the jobs' Secrets and Events are granted there only, and the
+// MemberClusters' Events in default (where Kubernetes files Events of cluster-scoped objects).
 TEST(HubChart, OneWatchedNamespaceNarrowsTheJobGrantsToIt) {
   TESSEL_SKIP_WITHOUT_HELM();
   const auto held = grants_of_service_account(
       render_objects("tessel", kExamples + "single-namespace.yaml"), "tessel-system", "t-tessel");
   EXPECT_TRUE(held.count({"team-a", "", "secrets", "", "create"})) << to_string(held);
   EXPECT_TRUE(held.count({"team-a", "", "events", "", "patch"})) << to_string(held);
+  EXPECT_TRUE(held.count({"default", "", "events", "", "create"})) << to_string(held);
+  EXPECT_TRUE(held.count({"default", "", "events", "", "patch"})) << to_string(held);
+  EXPECT_FALSE(held.count({"default", "", "secrets", "", "create"})) << to_string(held);
   EXPECT_FALSE(held.count({"*", "", "secrets", "", "create"})) << to_string(held);
   EXPECT_FALSE(held.count({"*", "", "events", "", "create"})) << to_string(held);
 }

@@ -127,8 +127,7 @@ TEST(ObjectTest, ControllerReferenceFromTheOwner) {
                           {"kind", "TrainingJob"},
                           {"name", "gpt-a"},
                           {"uid", "9cb914b6-62d7-49e5-81a5-6df8560286df"},
-                          {"controller", true},
-                          {"blockOwnerDeletion", true}}));
+                          {"controller", true}}));
   EXPECT_EQ(pod["metadata"]["ownerReferences"].size(), 1u);
 
   json other = job;
