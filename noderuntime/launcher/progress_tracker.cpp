@@ -16,9 +16,9 @@ double median(std::vector<double> values) {
 
 }  // namespace
 
-std::optional<StepSummary> ProgressTracker::add_step(int rank,
-                                                     const tessel::v1alpha1::Step& event) {
-  const int64_t step = event.step();
+std::optional<progress::StepMetrics> ProgressTracker::add_step(int rank,
+                                                               const progress::StepMetrics& mine) {
+  const int64_t step = mine.step;
   if (step < 1 || step > steps_) {
     throw std::runtime_error("rank " + std::to_string(rank) + " reported step " +
                              std::to_string(step) + " of a " + std::to_string(steps_) +
@@ -29,28 +29,22 @@ std::optional<StepSummary> ProgressTracker::add_step(int rank,
                              std::to_string(step) + ", but the run resumed from step " +
                              std::to_string(*resumed_from_));
   }
-  std::vector<RankStep>& mine_so_far = per_rank_.at(rank);
+  std::vector<progress::StepMetrics>& mine_so_far = per_rank_.at(rank);
   if (!mine_so_far.empty() && mine_so_far.back().step >= step) {
     throw std::runtime_error("rank " + std::to_string(rank) + " reported step " +
                              std::to_string(step) + " after step " +
                              std::to_string(mine_so_far.back().step));
   }
-  RankStep mine;
-  mine.step = step;
-  mine.step_s = event.step_s();
-  mine.compute_s = event.compute_s();
-  mine.network_wait_s = event.network_wait_s();
-  mine.bubble_fraction = event.bubble_fraction();
   mine_so_far.push_back(mine);
 
   if (pending_.size() < static_cast<size_t>(step)) pending_.resize(step);
   Pending& p = pending_[step - 1];
-  StepSummary& s = p.summary;
+  progress::StepMetrics& s = p.summary;
   if (p.reported == 0) {
     s.step = step;
-    s.loss = event.loss();
-    s.grad_norm = event.grad_norm();
-    s.tokens = event.tokens();
+    s.loss = mine.loss;
+    s.grad_norm = mine.grad_norm;
+    s.tokens = mine.tokens;
   }
   s.step_s = std::max(s.step_s, mine.step_s);
   s.compute_s = std::max(s.compute_s, mine.compute_s);
@@ -99,7 +93,7 @@ std::optional<double> ProgressTracker::iteration_s() const {
   return median(times);
 }
 
-std::string ProgressTracker::progress_line(const StepSummary& s) const {
+std::string ProgressTracker::progress_line(const progress::StepMetrics& s) const {
   char throughput[32];
   if (s.tokens_per_s >= 1e4) {
     std::snprintf(throughput, sizeof throughput, "%.1fk", s.tokens_per_s / 1e3);

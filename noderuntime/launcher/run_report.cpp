@@ -101,7 +101,7 @@ struct RankMeans {
   double step_s = 0, compute_s = 0, wait_s = 0, bubble = 0;
 };
 
-RankMeans means_after_first(const std::vector<RankStep>& steps) {
+RankMeans means_after_first(const std::vector<progress::StepMetrics>& steps) {
   RankMeans m;
   const size_t first = steps.size() > 1 ? 1 : 0;
   const double n = double(steps.size() - first);
@@ -219,7 +219,7 @@ std::string steps_done_text(const LocalJob& job, const LocalRunResult& r) {
                      r.wall_s);
 }
 
-double final_loss(const std::vector<StepSummary>& steps) {
+double final_loss(const std::vector<progress::StepMetrics>& steps) {
   if (steps.empty()) return 0;
   const size_t n = std::clamp<size_t>(steps.size() / 10, 1, 10);
   double sum = 0;
@@ -242,7 +242,9 @@ void write_report(const LocalJob& job, const LocalRunResult& result) {
   chart.title = "tessel local: " + job.name + ", training loss";
   chart.x_label = "step";
   chart.y_label = "loss (nats per byte)";
-  for (const StepSummary& s : result.steps) chart.points.emplace_back(double(s.step), s.loss);
+  for (const progress::StepMetrics& s : result.steps) {
+    chart.points.emplace_back(double(s.step), s.loss);
+  }
   chart.references.push_back(
       {result.unigram_entropy, printf_text("unigram entropy %.3f", result.unigram_entropy)});
   write_file(dir / "loss.svg", render_svg(chart));

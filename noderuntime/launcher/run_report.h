@@ -11,7 +11,7 @@
 namespace tessel::launcher {
 
 // The loss at the end of the run: the mean over its last tenth of steps (1 to 10 steps).
-double final_loss(const std::vector<StepSummary>& steps);
+double final_loss(const std::vector<progress::StepMetrics>& steps);
 
 // What the run did, for the report's status line and the launcher's last line: "3 of 3 steps
 // in 4.2 s"; resumed: "32 steps run (29 to 60 of 60), resumed from step 28, in 12.3 s", or

@@ -20,18 +20,19 @@ struct RankRecord {
   uint16_t port = 0;
   std::string exit;     // "exited with status 0", "was killed by SIGKILL"
   std::string backend;  // what it computed on, from its log: "cpu", "cuda"; empty: not known
-  std::vector<RankStep> steps;
+  std::vector<progress::StepMetrics> steps;
 };
 
 struct LocalRunResult {
   RunStatus status = RunStatus::kDone;
-  int exit_code = 0;               // of `tessel local`: 0, 1 (failed, or its report not written),
-                                   // 128 + signal (stopped)
-  std::string message;             // why it failed or stopped; empty when done
-  double wall_s = 0;               // from starting the processes to the last one ending
-  LocalPlan plan;                  // its topology: what was planned, emulated and predicted on
-  std::vector<StepSummary> steps;  // the steps this run completed, in order
-  std::optional<int64_t> resumed_from;  // the checkpoint step it resumed from
+  int exit_code = 0;    // of `tessel local`: 0, 1 (failed, or its report not written),
+                        // 128 + signal (stopped)
+  std::string message;  // why it failed or stopped; empty when done
+  double wall_s = 0;    // from starting the processes to the last one ending
+  LocalPlan plan;       // its topology: what was planned, emulated and predicted on
+  std::vector<progress::StepMetrics> steps;  // the steps this run completed, in order
+                                             // (each over all ranks: progress_tracker.h)
+  std::optional<int64_t> resumed_from;       // the checkpoint step it resumed from
   std::vector<RankRecord> ranks;
   std::optional<double> measured_iteration_s;  // median step time, the first step left out
   double unigram_entropy = 0;                  // nats, of the training data's bytes

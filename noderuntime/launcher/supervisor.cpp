@@ -85,7 +85,8 @@ class Supervisor {
     }
     try {
       if (event.has_step()) {
-        if (const auto summary = tracker_.add_step(rank, event.step())) show(*summary);
+        if (const auto summary = tracker_.add_step(rank, progress::step_metrics(event.step())))
+          show(*summary);
       } else if (event.has_started()) {
         const pb::Started& started = event.started();
         tracker_.add_start(rank, started.has_resumed_from()
@@ -198,7 +199,7 @@ class Supervisor {
     return processes_.children()[rank].label + " (rank " + std::to_string(rank) + ")";
   }
 
-  void show(const StepSummary& summary) {
+  void show(const progress::StepMetrics& summary) {
     if (!options_.out) return;
     const std::string line = tracker_.progress_line(summary);
     if (options_.tty) {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "proto/progress/step_metrics.h"
+
 namespace tessel::stage {
 
 void ProgressReporter::report(pb::StageEvent event) {
@@ -36,17 +38,8 @@ std::string json_line(const pb::StageEvent& event) {
       break;
     }
     case pb::StageEvent::kStep: {
-      const pb::Step& e = event.step();
       head("step");
-      line["step"] = e.step();
-      line["loss"] = e.loss();
-      line["grad_norm"] = e.grad_norm();
-      line["tokens"] = e.tokens();
-      line["tokens_per_s"] = e.tokens_per_s();
-      line["step_s"] = e.step_s();
-      line["compute_s"] = e.compute_s();
-      line["bubble_fraction"] = e.bubble_fraction();
-      line["network_wait_s"] = e.network_wait_s();
+      progress::add_step_fields(progress::step_metrics(event.step()), line);
       break;
     }
     case pb::StageEvent::kCheckpoint:

@@ -226,20 +226,6 @@ std::string signal_name(int signal) {
   return abbreviation ? "SIG" + std::string(abbreviation) : std::to_string(signal);
 }
 
-pb::Step step_message(const StepReport& report) {
-  pb::Step step;
-  step.set_step(report.step);
-  step.set_loss(report.loss);
-  step.set_grad_norm(report.grad_norm);
-  step.set_tokens(report.tokens);
-  step.set_tokens_per_s(report.tokens_per_s);
-  step.set_step_s(report.step_s);
-  step.set_compute_s(report.compute_s);
-  step.set_bubble_fraction(report.bubble_fraction);
-  step.set_network_wait_s(report.network_wait_s);
-  return step;
-}
-
 int64_t parameter_count(const StageRuntime& runtime) {
   int64_t n = 0;
   for (const auto& chunk : runtime.chunks()) n += chunk->model.layout().total();
@@ -324,7 +310,7 @@ int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, 
       const StepReport report =
           runtime.train_step([&stop_signal] { return stop_signal.load() != 0; });
       pb::StageEvent step;
-      *step.mutable_step() = step_message(report);
+      *step.mutable_step() = progress::step_message(report);
       progress.report(step);
       const bool due = job.checkpoint.interval > 0 && report.step % job.checkpoint.interval == 0;
       if (checkpoints && (due || report.stop || report.step == job.steps)) checkpoint();

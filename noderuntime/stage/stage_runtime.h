@@ -48,20 +48,14 @@
 #include "noderuntime/stage/training_options.h"
 #include "noderuntime/transport/communicator.h"
 #include "placement/schedule.h"
+#include "proto/progress/step_metrics.h"
 
 namespace tessel::stage {
 
-struct StepReport {
-  int64_t step = 0;            // steps done after this one (1 for the first)
-  double loss = 0;             // mean cross-entropy over the global batch, the same on every rank
-  double grad_norm = 0;        // global gradient norm before clipping
-  double step_s = 0;           // wall time of the step on this rank
-  double compute_s = 0;        // forward, backward and optimizer arithmetic
-  double network_wait_s = 0;   // blocked waiting for receives, sends and all-reduces
-  double bubble_fraction = 0;  // 1 - compute_s / step_s: idle in the schedule
-  int64_t tokens = 0;          // tokens in the global batch
-  double tokens_per_s = 0;     // tokens / step_s
-  bool stop = false;           // some rank asked to stop: every rank stops after this step
+// What train_step returns: the rank's metrics of the step (their one definition, also what the
+// progress events carry), and whether to stop.
+struct StepReport : progress::StepMetrics {
+  bool stop = false;  // some rank asked to stop: every rank stops after this step
 };
 
 // The model (with its optimizer state) of one chunk on this rank, and its activation stash.

@@ -56,13 +56,9 @@ bool JobProgressFold::add(const pb::StageEvent& event) {
       break;
     }
     case pb::StageEvent::kStep:
-      rank->step = event.step().step();
-      rank->loss = event.step().loss();
-      rank->tokens_per_s = event.step().tokens_per_s();
-      rank->figures_step = event.step().step();
-      rank->step_s = event.step().step_s();
-      rank->bubble_fraction = event.step().bubble_fraction();
-      rank->network_wait_s = event.step().network_wait_s();
+      rank->latest = progress::step_metrics(event.step());
+      rank->step = rank->latest->step;
+      rank->loss = rank->latest->loss;
       break;
     case pb::StageEvent::kCheckpoint:
       rank->checkpoint_step = std::max(rank->checkpoint_step, event.checkpoint().step());
@@ -106,9 +102,8 @@ JobProgress JobProgressFold::summary() const {
     p.stopped += rank.stopped;
     step = std::min(step, rank.step);
     checkpoint = std::min(checkpoint, rank.checkpoint_step);
-    if (rank.tokens_per_s > 0 && (p.tokens_per_s == 0 || rank.tokens_per_s < p.tokens_per_s)) {
-      p.tokens_per_s = rank.tokens_per_s;
-    }
+    const double rate = rank.latest ? rank.latest->tokens_per_s : 0;
+    if (rate > 0 && (p.tokens_per_s == 0 || rate < p.tokens_per_s)) p.tokens_per_s = rate;
     if (!rank.failure.empty()) {
       p.failures.push_back("rank " + std::to_string(r) + " (stage " + std::to_string(rank.stage) +
                            " replica " + std::to_string(rank.replica) + "): " + rank.failure);
@@ -130,17 +125,18 @@ std::vector<controller::StageFigures> JobProgressFold::stage_figures() const {
   // A map: the stage numbers come from the processes, and only the ranks are checked.
   std::map<int, controller::StageFigures> slowest;
   for (const Rank& rank : ranks_) {
-    if (rank.stage < 0 || rank.replica < 0 || rank.figures_step < 0) continue;  // not in the job
-    const double step_s = std::isfinite(rank.step_s) ? rank.step_s : 0;
+    if (rank.stage < 0 || rank.replica < 0 || !rank.latest) continue;  // not in the job, no step
+    const progress::StepMetrics& latest = *rank.latest;
+    const double step_s = std::isfinite(latest.step_s) ? latest.step_s : 0;
     auto [it, inserted] = slowest.try_emplace(rank.stage);
     controller::StageFigures& figures = it->second;
     if (!inserted && step_s <= figures.step_s) continue;
     figures.stage = rank.stage;
     figures.replica = rank.replica;
-    figures.step = rank.figures_step;
+    figures.step = latest.step;
     figures.step_s = step_s;
-    figures.bubble_fraction = rank.bubble_fraction;
-    figures.network_wait_s = rank.network_wait_s;
+    figures.bubble_fraction = latest.bubble_fraction;
+    figures.network_wait_s = latest.network_wait_s;
   }
   std::vector<controller::StageFigures> out;
   out.reserve(slowest.size());

@@ -24,10 +24,12 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "operator/controller/job_progress.h"
+#include "proto/progress/step_metrics.h"
 #include "tessel/v1alpha1/progress.pb.h"
 
 namespace tessel::server {
@@ -57,11 +59,9 @@ class JobProgressFold {
     bool started = false, done = false, stopped = false;
     int64_t step = -1;
     double loss = std::numeric_limits<double>::quiet_NaN();  // of `step`; NaN: not reported
-    double tokens_per_s = 0;
     int64_t checkpoint_step = -1;
-    // The latest step's timing this process reported (figures_step -1: none yet).
-    int64_t figures_step = -1;
-    double step_s = 0, bubble_fraction = 0, network_wait_s = 0;
+    // The latest step this process reported: its rate and timing (nullopt: none yet).
+    std::optional<progress::StepMetrics> latest;
     std::string failure;  // empty: none
     int stage = -1, replica = -1;
   };

@@ -248,12 +248,12 @@ TEST_F(LogLine, AHugeLogIsReadFromItsTailAndTheLineIsCut) {
   EXPECT_EQ(line->rfind("error: yyy", 0), 0u);
 }
 
-tessel::v1alpha1::Step step(int n) {
-  tessel::v1alpha1::Step s;
-  s.set_step(n);
-  s.set_loss(3.0);
-  s.set_tokens(100);
-  s.set_step_s(1.0);
+progress::StepMetrics step(int n) {
+  progress::StepMetrics s;
+  s.step = n;
+  s.loss = 3.0;
+  s.tokens = 100;
+  s.step_s = 1.0;
   return s;
 }
 

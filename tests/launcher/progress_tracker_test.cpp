@@ -6,27 +6,27 @@
 namespace tessel::launcher {
 namespace {
 
-tessel::v1alpha1::Step step_line(int step, double loss, double step_s, double wait_s,
-                                 double bubble) {
-  tessel::v1alpha1::Step s;
-  s.set_step(step);
-  s.set_loss(loss);
-  s.set_grad_norm(0.5);
-  s.set_tokens(1000);
-  s.set_tokens_per_s(1000 / step_s);
-  s.set_step_s(step_s);
-  s.set_compute_s(step_s / 2);
-  s.set_bubble_fraction(bubble);
-  s.set_network_wait_s(wait_s);
+progress::StepMetrics step_line(int step, double loss, double step_s, double wait_s,
+                                double bubble) {
+  progress::StepMetrics s;
+  s.step = step;
+  s.loss = loss;
+  s.grad_norm = 0.5;
+  s.tokens = 1000;
+  s.tokens_per_s = 1000 / step_s;
+  s.step_s = step_s;
+  s.compute_s = step_s / 2;
+  s.bubble_fraction = bubble;
+  s.network_wait_s = wait_s;
   return s;
 }
 
 // The message names the rank and says what is wrong.
-void expect_refused(ProgressTracker& tracker, int rank, const tessel::v1alpha1::Step& step,
+void expect_refused(ProgressTracker& tracker, int rank, const progress::StepMetrics& step,
                     const std::string& says) {
   try {
     tracker.add_step(rank, step);
-    ADD_FAILURE() << "step " << step.step() << " of rank " << rank << " was taken";
+    ADD_FAILURE() << "step " << step.step << " of rank " << rank << " was taken";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
   }

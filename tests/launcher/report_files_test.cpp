@@ -91,7 +91,7 @@ LocalRunResult ran(std::optional<int64_t> resumed_from, std::vector<int64_t> ste
   LocalRunResult r;
   r.resumed_from = resumed_from;
   r.wall_s = 12.34;
-  for (int64_t step : steps) r.steps.push_back(StepSummary{step});
+  for (int64_t step : steps) r.steps.push_back(progress::StepMetrics{step});
   return r;
 }
 

@@ -1,6 +1,7 @@
 // Test helpers for tessel-stage as real processes: a job.json for a tiny model whose ranks bind
 // ports the kernel picks on 127.0.0.1 and find each other through a rendezvous this test process
-// serves, and child processes whose JSON progress lines are read through a pipe.
+// serves, and child processes whose JSON progress lines are read through a pipe (losses() reads
+// the step lines with their one reader, proto/progress/step_metrics.h, which checks every key).
 #pragma once
 
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/progress/step_metrics.h"
 #include "proto/rendezvous/rendezvous_server.h"
 
 #ifndef TESSEL_STAGE_BINARY
@@ -178,7 +180,7 @@ class StageProcess {
   std::vector<double> losses() const {
     std::vector<double> out;
     for (const auto& line : lines_) {
-      if (line["event"] == "step") out.push_back(line["loss"].get<double>());
+      if (line["event"] == "step") out.push_back(progress::step_metrics_from_json(line).loss);
     }
     return out;
   }
