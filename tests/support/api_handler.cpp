@@ -5,6 +5,7 @@
 #include "tests/support/api_protobuf.h"
 #include "tests/support/api_representation.h"
 #include "tests/support/api_router.h"
+#include "tests/support/api_scale.h"
 #include "tests/support/discovery.h"
 #include "tests/support/managed_fields.h"
 
@@ -207,21 +208,26 @@ HttpServerResponse ApiHandler::handle_resource(const HttpServerRequest& request,
   if (auto answer = answer_review(request, *type, path, user)) return *answer;
   const bool finalize =
       path.subresource == "finalize" && type->group().empty() && type->resource() == "namespaces";
-  if (!path.subresource.empty() && path.subresource != "status" && !finalize) {
-    throw page_not_found();
-  }
-  if (path.subresource == "status" && !type->has_subresource("status")) throw page_not_found();
   const ObjectRef ref{type, path.namespace_, path.name, path.subresource};
   const RequestOptions options = parse_request_options(request);
   const std::string& method = request.method;
-  if (finalize && method != "PUT") throw method_not_allowed();
-  if (method == "GET") return read(request, ref, options);
-  if (path.is_collection() && method != "POST" && method != "DELETE") throw method_not_allowed();
-  if (!path.is_collection() && method == "POST") throw method_not_allowed();
   WriteOptions write{options.dry_run, options.field_manager, options.field_validation, user};
   if (write.manager.empty() && media_type(request) != "application/apply-patch+yaml") {
     write.manager = default_manager(request.headers.get("User-Agent").value_or(""));
   }
+  if (path.subresource == "scale" && type->has_subresource("scale") && !path.name.empty()) {
+    const VerbResult result =
+        serve_scale(verbs_, ref, method, media_type(request), request.body, write);
+    return json_response(result.status, result.body, result.warnings);
+  }
+  if (!path.subresource.empty() && path.subresource != "status" && !finalize) {
+    throw page_not_found();
+  }
+  if (path.subresource == "status" && !type->has_subresource("status")) throw page_not_found();
+  if (finalize && method != "PUT") throw method_not_allowed();
+  if (method == "GET") return read(request, ref, options);
+  if (path.is_collection() && method != "POST" && method != "DELETE") throw method_not_allowed();
+  if (!path.is_collection() && method == "POST") throw method_not_allowed();
   VerbResult result;
   if (method == "POST") {
     result = verbs_.create(ref, parse_body(request), write);

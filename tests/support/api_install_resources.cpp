@@ -4,6 +4,19 @@ namespace tessel::testing {
 
 const std::vector<kube::ResourceInfo>& install_resources() {
   static const std::vector<kube::ResourceInfo> resources = {
+      {{"apps", "v1", "deployments"}, "Deployment", true, {"deploy"}, {"status", "scale"}},
+      {{"apps", "v1", "daemonsets"}, "DaemonSet", true, {"ds"}, {"status"}},
+      {{"policy", "v1", "poddisruptionbudgets"}, "PodDisruptionBudget", true, {"pdb"}, {"status"}},
+      {{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicies"},
+       "ValidatingAdmissionPolicy",
+       false,
+       {},
+       {"status"}},
+      {{"admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings"},
+       "ValidatingAdmissionPolicyBinding",
+       false,
+       {},
+       {}},
       {{"rbac.authorization.k8s.io", "v1", "clusterrolebindings"},
        "ClusterRoleBinding",
        false,

@@ -59,6 +59,13 @@ const Message& service_account() {
   return message;
 }
 
+const Message& namespace_message() {
+  static const Message spec{{{1, {"finalizers", T::kString, true}}}};
+  static const Message message{{{1, {"metadata", T::kMessage, false, &object_meta()}},
+                                {2, {"spec", T::kMessage, false, &spec}}}};
+  return message;
+}
+
 const Message& token_request() {
   static const Message bound{{{1, {"kind"}}, {2, {"apiVersion"}}, {3, {"name"}}, {4, {"uid"}}}};
   static const Message spec{{{1, {"audiences", T::kString, true}},
@@ -207,6 +214,7 @@ json decode_protobuf_body(const std::string& body) {
   const std::string api_version = meta.value("apiVersion", "");
   const std::string kind = meta.value("kind", "");
   static const std::vector<std::tuple<std::string, std::string, const Message& (*)()>> kinds = {
+      {"v1", "Namespace", namespace_message},
       {"v1", "ServiceAccount", service_account},
       {"authentication.k8s.io/v1", "TokenRequest", token_request},
       {"authorization.k8s.io/v1", "SelfSubjectAccessReview", self_subject_access_review}};
@@ -218,7 +226,7 @@ json decode_protobuf_body(const std::string& body) {
     return object;
   }
   throw bad_request(
-      "the API test server decodes protobuf bodies of v1 ServiceAccount, "
+      "the API test server decodes protobuf bodies of v1 Namespace, ServiceAccount, "
       "authentication.k8s.io/v1 TokenRequest and authorization.k8s.io/v1 "
       "SelfSubjectAccessReview only, not " +
       api_version + " " + kind + ": send it as JSON");

@@ -76,7 +76,11 @@ bool ResourceType::has_subresource(const std::string& subresource) const {
 }
 
 bool ResourceType::has_generation() const {
-  return custom || resource() == "customresourcedefinitions";
+  if (custom) return true;
+  const std::string& r = resource();
+  return r == "customresourcedefinitions" || r == "deployments" || r == "daemonsets" ||
+         r == "poddisruptionbudgets" || r == "validatingadmissionpolicies" ||
+         r == "validatingadmissionpolicybindings";
 }
 
 bool ResourceType::graceful_deletion() const { return group().empty() && resource() == "pods"; }

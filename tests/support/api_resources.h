@@ -42,7 +42,8 @@ struct ResourceType {
   CollectionKey collection() const { return {info.gvr.group, info.gvr.resource}; }
   bool has_subresource(const std::string& subresource) const;
 
-  // metadata.generation is kept (custom resources and CustomResourceDefinitions).
+  // metadata.generation is kept (custom resources, CustomResourceDefinitions, Deployments,
+  // DaemonSets, PodDisruptionBudgets, ValidatingAdmissionPolicies and their bindings).
   bool has_generation() const;
   // DELETE sets a grace period instead of removing at once (Pods).
   bool graceful_deletion() const;

@@ -4,8 +4,8 @@
 //
 // Kinds: core/v1 Pod, Node, Namespace, Service, ConfigMap, Secret, ServiceAccount, Event;
 // coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event; the kinds of api_install_resources.h
-// (rbac.authorization.k8s.io/v1). Other kinds pass through untouched (metadata validation
-// aside).
+// (apps/v1, policy/v1, rbac.authorization.k8s.io/v1, admission policies). Other kinds pass through
+// untouched (metadata validation aside).
 //
 // A write goes: decode_error (400) -> apply_decode_defaults -> managed fields (managed_fields.h)
 // -> apply_admission_defaults (create only) -> validate_builtin_create / _update (422).

@@ -44,6 +44,11 @@ KindRules role_rules();  // builtin_semantics_rbac.cpp
 KindRules cluster_role_rules();
 KindRules role_binding_rules();
 KindRules cluster_role_binding_rules();
+KindRules deployment_rules();  // builtin_semantics_apps.cpp
+KindRules daemon_set_rules();
+KindRules pod_disruption_budget_rules();
+KindRules validating_admission_policy_rules();  // builtin_semantics_admission_policy.cpp
+KindRules validating_admission_policy_binding_rules();
 
 // Adds the zero-valued fields the kind's Go type always serialises (from MergeTypes' zero
 // object) where the object lacks them.

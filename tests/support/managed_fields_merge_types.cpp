@@ -64,19 +64,24 @@ void add_container_lists(MergeTypes& types, const std::string& containers) {
   }
 }
 
+// A PodSpec's lists at `spec` ("spec" for a Pod, "spec.template.spec" for a Deployment's).
+void add_pod_spec_lists(MergeTypes& types, const std::string& spec) {
+  for (const char* c : {".containers", ".initContainers", ".ephemeralContainers"}) {
+    add_container_lists(types, spec + c);
+  }
+  types.set_list(spec + ".volumes", keyed({"name"}));
+  types.set_list(spec + ".imagePullSecrets", keyed({"name"}));
+  types.set_atomic_map(spec + ".imagePullSecrets[]");
+  types.set_list(spec + ".hostAliases", keyed({"ip"}));
+  types.set_list(spec + ".topologySpreadConstraints", keyed({"topologyKey", "whenUnsatisfiable"}));
+  types.set_list(spec + ".schedulingGates", keyed({"name"}));
+  types.set_list(spec + ".resourceClaims", keyed({"name"}));
+}
+
 MergeTypes pod_types() {
   MergeTypes types;
   add_object_meta(types);
-  for (const char* c : {"spec.containers", "spec.initContainers", "spec.ephemeralContainers"}) {
-    add_container_lists(types, c);
-  }
-  types.set_list("spec.volumes", keyed({"name"}));
-  types.set_list("spec.imagePullSecrets", keyed({"name"}));
-  types.set_atomic_map("spec.imagePullSecrets[]");
-  types.set_list("spec.hostAliases", keyed({"ip"}));
-  types.set_list("spec.topologySpreadConstraints", keyed({"topologyKey", "whenUnsatisfiable"}));
-  types.set_list("spec.schedulingGates", keyed({"name"}));
-  types.set_list("spec.resourceClaims", keyed({"name"}));
+  add_pod_spec_lists(types, "spec");
   types.set_list("status.conditions", keyed({"type"}));
   types.set_list("status.podIPs", keyed({"ip"}));
   types.set_ignored("", {{"status"}});
@@ -202,6 +207,76 @@ MergeTypes lease_types() {
   return types;
 }
 
+// Deployments and DaemonSets: the pod template's lists, an atomic selector, a status
+// subresource.
+MergeTypes workload_types() {
+  MergeTypes types;
+  add_object_meta(types);
+  add_pod_spec_lists(types, "spec.template.spec");
+  types.set_list("spec.template.metadata.finalizers", kSet);
+  types.set_atomic_map("spec.selector");
+  types.set_list("status.conditions", keyed({"type"}));
+  types.set_ignored("", {{"status"}});
+  types.set_ignored("status", {{"spec"}});
+  types.set_zero_value(
+      {{"metadata", zero_meta()},
+       {"spec",
+        {{"selector", nullptr},
+         {"template", {{"metadata", zero_meta()}, {"spec", {{"containers", nullptr}}}}},
+         {"strategy", json::object()}}},
+       {"status", json::object()}});
+  return types;
+}
+
+MergeTypes daemon_set_types() {
+  MergeTypes types = workload_types();
+  types.set_zero_value(
+      {{"metadata", zero_meta()},
+       {"spec",
+        {{"selector", nullptr},
+         {"template", {{"metadata", zero_meta()}, {"spec", {{"containers", nullptr}}}}},
+         {"updateStrategy", json::object()}}},
+       {"status",
+        {{"currentNumberScheduled", 0},
+         {"numberMisscheduled", 0},
+         {"desiredNumberScheduled", 0},
+         {"numberReady", 0}}}});
+  return types;
+}
+
+MergeTypes pod_disruption_budget_types() {
+  MergeTypes types;
+  add_object_meta(types);
+  types.set_atomic_map("spec.selector");
+  types.set_list("status.conditions", keyed({"type"}));
+  types.set_ignored("", {{"status"}});
+  types.set_ignored("status", {{"spec"}});
+  types.set_zero_value({{"metadata", zero_meta()},
+                        {"spec", json::object()},
+                        {"status",
+                         {{"disruptionsAllowed", 0},
+                          {"currentHealthy", 0},
+                          {"desiredHealthy", 0},
+                          {"expectedPods", 0}}}});
+  return types;
+}
+
+MergeTypes admission_policy_types() {
+  MergeTypes types;
+  add_object_meta(types);
+  types.set_list("status.conditions", keyed({"type"}));
+  types.set_ignored("", {{"status"}});
+  types.set_ignored("status", {{"spec"}});
+  types.set_zero_value({{"metadata", zero_meta()}, {"spec", json::object()}});
+  return types;
+}
+
+MergeTypes admission_policy_binding_types() {
+  MergeTypes types = metadata_only_types();
+  types.set_zero_value({{"metadata", zero_meta()}, {"spec", json::object()}});
+  return types;
+}
+
 // RBAC: rules and subjects are atomic lists, roleRef an atomic struct.
 MergeTypes role_types() {
   MergeTypes types = metadata_only_types();
@@ -292,6 +367,13 @@ MergeTypes MergeTypes::for_kind(const std::string& api_version, const std::strin
           {{"events.k8s.io/v1", "Event"}, events_v1_event_types},
           {{"coordination.k8s.io/v1", "Lease"}, lease_types},
           {{"apiextensions.k8s.io/v1", "CustomResourceDefinition"}, crd_types},
+          {{"apps/v1", "Deployment"}, workload_types},
+          {{"apps/v1", "DaemonSet"}, daemon_set_types},
+          {{"policy/v1", "PodDisruptionBudget"}, pod_disruption_budget_types},
+          {{"admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"},
+           admission_policy_types},
+          {{"admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"},
+           admission_policy_binding_types},
           {{"rbac.authorization.k8s.io/v1", "Role"}, role_types},
           {{"rbac.authorization.k8s.io/v1", "ClusterRole"}, role_types},
           {{"rbac.authorization.k8s.io/v1", "RoleBinding"}, binding_types},

@@ -85,6 +85,10 @@ int main(int argc, char** argv) {
   std::string port_file;
   std::int64_t watch_window = tessel::testing::ApiTestServerOptions{}.watch_window;
   app.add_flag("--http", plain_http, "serve plain HTTP instead of HTTPS");
+  bool rbac = false;
+  app.add_flag("--rbac", rbac,
+               "authorize as kube-apiserver's RBAC does, with the bootstrap policy (default: "
+               "every authenticated user may do everything)");
   app.add_option("--crds", crd_directory, "serve the CustomResourceDefinitions of this directory")
       ->check(CLI::ExistingDirectory);
   app.add_option("--kubeconfig-out", kubeconfig_out,
@@ -116,6 +120,7 @@ int main(int argc, char** argv) {
     options.tls = !plain_http;
     options.crd_directory = crd_directory;
     options.watch_window = watch_window;
+    if (rbac) options.authorization = tessel::testing::Authorization::kRbac;
     if (bookmark_seconds > 0) {
       options.bookmark_interval =
           std::chrono::milliseconds(static_cast<long>(bookmark_seconds * 1000));
