@@ -1,15 +1,13 @@
 #include "placement/schedule.h"
 
 #include <algorithm>
-#include <deque>
-#include <map>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "placement/limits.h"
+#include "placement/schedule_walk.h"
 
 namespace tessel::placement {
 
@@ -270,8 +268,9 @@ int max_in_flight_activations(const std::vector<Instruction>& rank_list) {
 
 namespace {
 
-// Executes all lists together; see replay_schedule().
-class Replay {
+// What the replay checker does with each instruction of the walk (schedule_walk.h): it records
+// which inputs arrived and which computes ran, and reports every violation.
+class Replay : public InstructionHandler {
  public:
   Replay(const ScheduleSpec& spec, const std::vector<std::vector<Instruction>>& lists)
       : spec_(spec), lists_(lists), ranks_(lists.size()) {
@@ -291,22 +290,8 @@ class Replay {
       return std::move(report_);
     }
     for (size_t rank = 0; rank < lists_.size(); ++rank) check_ending(static_cast<int>(rank));
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (size_t rank = 0; rank < lists_.size(); ++rank) {
-        while (ranks_[rank].next < lists_[rank].size() && step(static_cast<int>(rank))) {
-          progress = true;
-        }
-      }
-    }
-    for (size_t rank = 0; rank < lists_.size(); ++rank) {
-      const size_t next = ranks_[rank].next;
-      if (next < lists_[rank].size()) {
-        report_.stuck.push_back(
-            {static_cast<int>(rank), static_cast<int>(next), lists_[rank][next]});
-      }
-    }
+    const WalkOutcome outcome = walk_schedule(lists_, *this);
+    report_.stuck = outcome.stuck;
     if (report_.deadlocked()) {
       std::string text = "deadlock:";
       for (const StuckRank& stuck : report_.stuck) {
@@ -316,29 +301,97 @@ class Replay {
       text.pop_back();
       error(text);
     } else {
-      check_all_consumed();
+      for (const InstructionRef& send : outcome.unreceived) {
+        error("rank " + std::to_string(send.rank) + "'s " +
+              to_string(lists_[send.rank][send.index]) + " is never received");
+      }
       check_complete();
     }
     return std::move(report_);
   }
 
+  // False when the instruction names a micro-batch, chunk or peer that cannot be right; the
+  // replay then reports it and skips it.
+  bool well_formed(const InstructionRef& at, const Instruction& instruction) override {
+    if (instruction.op == Op::AllReduce || instruction.op == Op::OptimizerStep) return true;
+    if (instruction.micro_batch < 0 || instruction.micro_batch >= spec_.micro_batches ||
+        instruction.chunk < 0 || instruction.chunk >= spec_.chunks) {
+      error(where(at) + ": micro-batch or chunk out of range");
+      return false;
+    }
+    if (is_send(instruction.op) || is_recv(instruction.op)) {
+      const int peer = expected_peer(at.rank, instruction);
+      if (peer < 0) {
+        error(where(at) + ": this virtual stage has no such message");
+        return false;
+      }
+      if (instruction.peer != peer) {
+        error(where(at) + ": the peer must be rank " + std::to_string(peer));
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void forward(const InstructionRef& at, const Instruction& instruction) override {
+    RankState& state = ranks_[at.rank];
+    const size_t c = cell(instruction);
+    if (!is_first_virtual_stage(spec_, at.rank, instruction.chunk) && !state.activation_in[c]) {
+      error(where(at) + ": runs before its RecvActivation");
+    }
+    if (++state.forwards[c] > 1) error(where(at) + ": second Forward of this micro-batch");
+  }
+
+  void backward(const InstructionRef& at, const Instruction& instruction) override {
+    RankState& state = ranks_[at.rank];
+    const size_t c = cell(instruction);
+    if (state.forwards[c] == 0) error(where(at) + ": runs before its Forward");
+    if (!is_last_virtual_stage(spec_, at.rank, instruction.chunk) && !state.gradient_in[c]) {
+      error(where(at) + ": runs before its RecvGradient");
+    }
+    if (++state.backwards[c] > 1) error(where(at) + ": second Backward of this micro-batch");
+  }
+
+  void send(const InstructionRef& at, const Instruction& instruction) override {
+    const RankState& state = ranks_[at.rank];
+    const size_t c = cell(instruction);
+    const bool activation = instruction.op == Op::SendActivation;
+    if (activation ? state.forwards[c] == 0 : state.backwards[c] == 0) {
+      error(where(at) + ": sends before the " + (activation ? "Forward" : "Backward") +
+            " that produces it");
+    }
+  }
+
+  void receive(const InstructionRef& at, const Instruction& instruction,
+               const InstructionRef& matched_send) override {
+    const Instruction& sent = lists_[matched_send.rank][matched_send.index];
+    const ChunkRef to = sent.op == Op::SendActivation
+                            ? activation_destination(spec_, matched_send.rank, sent.chunk)
+                            : gradient_destination(spec_, matched_send.rank, sent.chunk);
+    if (sent.micro_batch != instruction.micro_batch || to.chunk != instruction.chunk) {
+      error(where(at) + ": matched rank " + std::to_string(instruction.peer) + "'s " +
+            to_string(sent) + " (sends and receives pair up in a different order)");
+    }
+    RankState& state = ranks_[at.rank];
+    (instruction.op == Op::RecvActivation ? state.activation_in
+                                          : state.gradient_in)[cell(instruction)] = true;
+  }
+
+  // Where they stand in the list is checked once, by check_ending.
+  void all_reduce(const InstructionRef&, const Instruction&) override {}
+  bool optimizer_step(const InstructionRef&, const Instruction&) override { return true; }
+
  private:
   struct RankState {
-    size_t next = 0;                               // index of the next instruction
     std::vector<int> forwards, backwards;          // per (mb, chunk) cell
     std::vector<bool> activation_in, gradient_in;  // received
   };
-  struct Message {
-    int micro_batch, chunk;  // the sender's
-    int to_chunk;            // the receiver's chunk it is meant for
-  };
-  using Channel = std::tuple<int, int, Op>;  // (source, destination, send op)
 
   void error(std::string text) { report_.errors.push_back(std::move(text)); }
 
-  std::string where(int rank, size_t index) const {
-    return "rank " + std::to_string(rank) + " #" + std::to_string(index) + " " +
-           to_string(lists_[rank][index]);
+  std::string where(const InstructionRef& at) const {
+    return "rank " + std::to_string(at.rank) + " #" + std::to_string(at.index) + " " +
+           to_string(lists_[at.rank][at.index]);
   }
 
   size_t cell(const Instruction& instruction) const {
@@ -381,129 +434,6 @@ class Replay {
     }
   }
 
-  // False when the instruction names a micro-batch, chunk or peer that cannot be right; the
-  // replay then reports it and skips it.
-  bool well_formed(int rank, size_t index) {
-    const Instruction& instruction = lists_[rank][index];
-    if (instruction.op == Op::AllReduce || instruction.op == Op::OptimizerStep) return true;
-    if (instruction.micro_batch < 0 || instruction.micro_batch >= spec_.micro_batches ||
-        instruction.chunk < 0 || instruction.chunk >= spec_.chunks) {
-      error(where(rank, index) + ": micro-batch or chunk out of range");
-      return false;
-    }
-    if (is_send(instruction.op) || is_recv(instruction.op)) {
-      const int peer = expected_peer(rank, instruction);
-      if (peer < 0) {
-        error(where(rank, index) + ": this virtual stage has no such message");
-        return false;
-      }
-      if (instruction.peer != peer) {
-        error(where(rank, index) + ": the peer must be rank " + std::to_string(peer));
-        return false;
-      }
-    }
-    return true;
-  }
-
-  // Executes the rank's next instruction; false when it is a receive whose send is not posted.
-  bool step(int rank) {
-    RankState& state = ranks_[rank];
-    const size_t index = state.next;
-    const Instruction& instruction = lists_[rank][index];
-    if (!well_formed(rank, index)) {
-      ++state.next;
-      return true;
-    }
-    switch (instruction.op) {
-      case Op::Forward:
-        forward(rank, index);
-        break;
-      case Op::Backward:
-        backward(rank, index);
-        break;
-      case Op::SendActivation:
-      case Op::SendGradient:
-        send(rank, index);
-        break;
-      case Op::RecvActivation:
-      case Op::RecvGradient:
-        if (!receive(rank, index)) return false;
-        break;
-      case Op::AllReduce:
-      case Op::OptimizerStep:
-        break;
-    }
-    ++state.next;
-    return true;
-  }
-
-  void forward(int rank, size_t index) {
-    const Instruction& instruction = lists_[rank][index];
-    RankState& state = ranks_[rank];
-    const size_t c = cell(instruction);
-    if (!is_first_virtual_stage(spec_, rank, instruction.chunk) && !state.activation_in[c]) {
-      error(where(rank, index) + ": runs before its RecvActivation");
-    }
-    if (++state.forwards[c] > 1) error(where(rank, index) + ": second Forward of this micro-batch");
-  }
-
-  void backward(int rank, size_t index) {
-    const Instruction& instruction = lists_[rank][index];
-    RankState& state = ranks_[rank];
-    const size_t c = cell(instruction);
-    if (state.forwards[c] == 0) error(where(rank, index) + ": runs before its Forward");
-    if (!is_last_virtual_stage(spec_, rank, instruction.chunk) && !state.gradient_in[c]) {
-      error(where(rank, index) + ": runs before its RecvGradient");
-    }
-    if (++state.backwards[c] > 1) {
-      error(where(rank, index) + ": second Backward of this micro-batch");
-    }
-  }
-
-  void send(int rank, size_t index) {
-    const Instruction& instruction = lists_[rank][index];
-    RankState& state = ranks_[rank];
-    const size_t c = cell(instruction);
-    const bool activation = instruction.op == Op::SendActivation;
-    if (activation ? state.forwards[c] == 0 : state.backwards[c] == 0) {
-      error(where(rank, index) + ": sends before the " + (activation ? "Forward" : "Backward") +
-            " that produces it");
-    }
-    const ChunkRef to = activation ? activation_destination(spec_, rank, instruction.chunk)
-                                   : gradient_destination(spec_, rank, instruction.chunk);
-    channels_[{rank, to.rank, instruction.op}].push_back(
-        {instruction.micro_batch, instruction.chunk, to.chunk});
-  }
-
-  bool receive(int rank, size_t index) {
-    const Instruction& instruction = lists_[rank][index];
-    const Op send_op = instruction.op == Op::RecvActivation ? Op::SendActivation : Op::SendGradient;
-    auto& queue = channels_[{instruction.peer, rank, send_op}];
-    if (queue.empty()) return false;
-    const Message message = queue.front();
-    queue.pop_front();
-    if (message.micro_batch != instruction.micro_batch || message.to_chunk != instruction.chunk) {
-      error(where(rank, index) + ": matched rank " + std::to_string(instruction.peer) + "'s " +
-            to_string(Instruction{send_op, message.micro_batch, message.chunk, rank}) +
-            " (sends and receives pair up in a different order)");
-    }
-    RankState& state = ranks_[rank];
-    (instruction.op == Op::RecvActivation ? state.activation_in
-                                          : state.gradient_in)[cell(instruction)] = true;
-    return true;
-  }
-
-  void check_all_consumed() {
-    for (const auto& [channel, queue] : channels_) {
-      for (const Message& message : queue) {
-        const auto& [from, to, op] = channel;
-        error("rank " + std::to_string(from) + "'s " +
-              to_string(Instruction{op, message.micro_batch, message.chunk, to}) +
-              " is never received");
-      }
-    }
-  }
-
   void check_complete() {
     for (size_t rank = 0; rank < ranks_.size(); ++rank) {
       for (int mb = 0; mb < spec_.micro_batches; ++mb) {
@@ -521,7 +451,6 @@ class Replay {
   const ScheduleSpec& spec_;
   const std::vector<std::vector<Instruction>>& lists_;
   std::vector<RankState> ranks_;
-  std::map<Channel, std::deque<Message>> channels_;
   ReplayReport report_;
 };
 

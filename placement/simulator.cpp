@@ -1,7 +1,6 @@
 #include "placement/simulator.h"
 
 #include <algorithm>
-#include <deque>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "placement/schedule.h"
+#include "placement/schedule_walk.h"
 
 namespace tessel::placement {
 
@@ -76,28 +76,24 @@ struct Message {
   double arrival_s = 0;
 };
 
-// Each (sender, kind) pair has exactly one receiver and one link direction, so it is one FIFO
-// channel; the sender posts in list order, which is the link's FIFO order.
-struct Channel {
-  double free_s = 0;  // when the link direction is free for the next transfer
-  std::deque<Message> queue;
-};
-
 // Every resource has one owner that uses it in list order: a rank's compute, the link direction
-// a rank sends one kind of message on, a rank's data-parallel link. The order of the events on
-// each resource is therefore fixed, and instead of a global event queue the simulation advances
-// each rank as far as the messages it waits for have been posted; the times are those an
-// event-queue simulation of the same model computes.
-class Simulation {
+// a rank sends one kind of message on (each (sender, kind) has one receiver, so the walk's FIFO
+// channel is the link's FIFO order), a rank's data-parallel link. The order of the events on
+// each resource is therefore fixed, and instead of a global event queue the simulation walks
+// the lists (schedule_walk.h), advancing each rank as far as the messages it waits for have
+// been posted; the times are those an event-queue simulation of the same model computes.
+class Simulation : public InstructionHandler {
  public:
   Simulation(const ScheduleSpec& spec, const PipelineTiming& timing)
       : spec_(spec),
         timing_(timing),
         lists_(generate_schedule(spec)),
         ranks_(lists_.size()),
-        channels_(2 * lists_.size()) {
+        link_free_s_(2 * lists_.size(), 0) {
     const size_t cells = static_cast<size_t>(spec.micro_batches) * spec.chunks;
-    for (RankState& state : ranks_) {
+    for (size_t rank = 0; rank < lists_.size(); ++rank) {
+      RankState& state = ranks_[rank];
+      state.sent.assign(lists_[rank].size(), {});
       state.activation.assign(cells, {});
       state.gradient.assign(cells, {});
       state.forward_end_s.assign(cells, 0);
@@ -108,20 +104,13 @@ class Simulation {
   }
 
   SimulationResult run() {
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (size_t rank = 0; rank < lists_.size(); ++rank) {
-        while (ranks_[rank].next < lists_[rank].size() && step(static_cast<int>(rank))) {
-          progress = true;
-        }
-      }
+    const WalkOutcome outcome = walk_schedule(lists_, *this);
+    if (!outcome.stuck.empty()) {
+      throw std::logic_error("simulation stalled at rank " +
+                             std::to_string(outcome.stuck.front().rank));
     }
-    for (size_t rank = 0; rank < lists_.size(); ++rank) {
-      if (ranks_[rank].next < lists_[rank].size()) {
-        throw std::logic_error("simulation stalled at rank " + std::to_string(rank));
-      }
-      result_.iteration_s = std::max(result_.iteration_s, ranks_[rank].clock_s);
+    for (const RankState& state : ranks_) {
+      result_.iteration_s = std::max(result_.iteration_s, state.clock_s);
     }
     double busy = 0;
     for (double rank_busy : result_.compute_busy_s) busy += rank_busy;
@@ -136,11 +125,11 @@ class Simulation {
     double ready_s = 0;  // when the sender had the data
   };
   struct RankState {
-    size_t next = 0;
     // Compute stream free; without overlap the whole rank (it blocks on communication).
     double clock_s = 0;
     std::vector<Input> activation, gradient;  // per (mb, chunk) cell, set by the receive
     std::vector<double> forward_end_s, backward_end_s;
+    std::vector<Message> sent;  // per index of the rank's list: the message its send posted
     double last_backward_start_s = 0;
     double last_backward_s = 0;
     double allreduce_end_s = 0;
@@ -174,31 +163,13 @@ class Simulation {
     }
   }
 
-  bool step(int rank) {
-    RankState& state = ranks_[rank];
-    const Instruction& instruction = lists_[rank][state.next];
-    switch (instruction.op) {
-      case Op::Forward:
-      case Op::Backward:
-        compute(rank, instruction);
-        break;
-      case Op::SendActivation:
-      case Op::SendGradient:
-        send(rank, instruction);
-        break;
-      case Op::RecvActivation:
-      case Op::RecvGradient:
-        if (!receive(rank, instruction)) return false;
-        break;
-      case Op::AllReduce:
-        all_reduce(rank);
-        break;
-      case Op::OptimizerStep:
-        if (!optimizer_step(rank)) return false;
-        break;
-    }
-    ++state.next;
-    return true;
+  // Generated lists are sound (the replay checker proves it for every spec the tests sweep).
+  bool well_formed(const InstructionRef&, const Instruction&) override { return true; }
+  void forward(const InstructionRef& at, const Instruction& instruction) override {
+    compute(at.rank, instruction);
+  }
+  void backward(const InstructionRef& at, const Instruction& instruction) override {
+    compute(at.rank, instruction);
   }
 
   void compute(int rank, const Instruction& instruction) {
@@ -228,19 +199,20 @@ class Simulation {
            label(forward ? "F " : "B ", instruction), start_s, duration_s);
   }
 
-  void send(int rank, const Instruction& instruction) {
+  void send(const InstructionRef& at, const Instruction& instruction) override {
+    const int rank = at.rank;
     RankState& state = ranks_[rank];
     const bool activation = instruction.op == Op::SendActivation;
     const HopTiming& hop =
         timing_.hops[activation ? activation_hop(spec_, rank) : gradient_hop(spec_, rank)];
-    Channel& channel = channels_[2 * rank + (activation ? 0 : 1)];
+    double& link_free_s = link_free_s_[2 * rank + (activation ? 0 : 1)];
     const size_t c = cell(instruction);
-    Message message;
+    Message& message = state.sent[at.index];
     message.ready_s = activation ? state.forward_end_s[c] : state.backward_end_s[c];
     if (!timing_.overlap) message.ready_s = std::max(message.ready_s, state.clock_s);
-    message.start_s = std::max(message.ready_s, channel.free_s);
-    channel.free_s = message.start_s + hop.transfer_s;
-    message.arrival_s = channel.free_s + hop.latency_s;
+    message.start_s = std::max(message.ready_s, link_free_s);
+    link_free_s = message.start_s + hop.transfer_s;
+    message.arrival_s = link_free_s + hop.latency_s;
     const Stream stream = activation ? Stream::ForwardSend : Stream::BackwardSend;
     const std::string name = label(activation ? "send F " : "send B ", instruction);
     if (timing_.overlap) {
@@ -251,17 +223,14 @@ class Simulation {
       record(rank, stream, name, message.start_s, message.arrival_s - message.start_s);
       state.clock_s = message.arrival_s;
     }
-    channel.queue.push_back(message);
   }
 
-  // False while the peer has not posted the send yet.
-  bool receive(int rank, const Instruction& instruction) {
+  void receive(const InstructionRef& at, const Instruction& instruction,
+               const InstructionRef& matched_send) override {
+    const int rank = at.rank;
     RankState& state = ranks_[rank];
     const bool activation = instruction.op == Op::RecvActivation;
-    Channel& channel = channels_[2 * instruction.peer + (activation ? 0 : 1)];
-    if (channel.queue.empty()) return false;
-    const Message message = channel.queue.front();
-    channel.queue.pop_front();
+    const Message& message = ranks_[matched_send.rank].sent[matched_send.index];
     const Input input{message.arrival_s, message.ready_s};
     (activation ? state.activation : state.gradient)[cell(instruction)] = input;
     const Stream stream = activation ? Stream::ForwardRecv : Stream::BackwardRecv;
@@ -275,7 +244,6 @@ class Simulation {
       wait_for(rank, input, end_s);
       state.clock_s = end_s;
     }
-    return true;
   }
 
   // The first and the last rank, when the tied table is summed.
@@ -283,7 +251,8 @@ class Simulation {
     return sums_tied_table(timing_) && (rank == 0 || rank == spec_.stages - 1);
   }
 
-  void all_reduce(int rank) {
+  void all_reduce(const InstructionRef& at, const Instruction&) override {
+    const int rank = at.rank;
     RankState& state = ranks_[rank];
     const double total_s = timing_.stages[rank].allreduce_s;
     if (!timing_.overlap) {
@@ -315,7 +284,8 @@ class Simulation {
 
   // False while the other holder of the tied table has not reached its all-reduce, or (with a
   // world sum) some rank has not reached its optimizer step.
-  bool optimizer_step(int rank) {
+  bool optimizer_step(const InstructionRef& at, const Instruction&) override {
+    const int rank = at.rank;
     RankState& state = ranks_[rank];
     if (!state.synced_s) {
       double synced_s = state.allreduce_end_s;
@@ -354,7 +324,9 @@ class Simulation {
   const PipelineTiming& timing_;
   std::vector<std::vector<Instruction>> lists_;
   std::vector<RankState> ranks_;
-  std::vector<Channel> channels_;  // index 2*sender + (0 activations, 1 gradients)
+  // When each link direction is free for the next transfer: 2*sender + (0 activations,
+  // 1 gradients).
+  std::vector<double> link_free_s_;
   SimulationResult result_;
 };
 
