@@ -53,13 +53,15 @@ std::vector<RenderedObject> render_chart(const ChartRender& render) {
   return objects;
 }
 
-std::string apply_server_side(const Kubectl& kubectl, const std::vector<RenderedObject>& objects,
-                              const std::string& path) {
+std::string apply_server_side(const std::string& kubeconfig, const std::string& cache_dir,
+                              const std::vector<RenderedObject>& objects, const std::string& path) {
   std::string stream;
   for (const RenderedObject& rendered : objects) stream += "---\n" + rendered.text;
   placement::write_file_atomically(path, stream);
   const ProcessResult applied =
-      kubectl.run({"apply", "--server-side", "--field-manager=helm", "-f", path});
+      run_process({"kubectl", "--kubeconfig", kubeconfig, "--cache-dir", cache_dir, "apply",
+                   "--server-side", "--field-manager=helm", "-f", path},
+                  kKubectlTimeout);
   if (applied.exit_code != 0)
     throw std::runtime_error("kubectl apply --server-side -f " + path + ": " + describe(applied));
   return applied.out;

@@ -31,11 +31,13 @@ struct RenderedObject {
 // std::runtime_error with helm's output when helm fails.
 std::vector<RenderedObject> render_chart(const ChartRender& render);
 
-// `kubectl apply --server-side --field-manager=helm -f <path>` of `objects`' texts, written to
-// `path` as one YAML stream. Returns kubectl's output; throws std::runtime_error with it when it
-// fails.
-std::string apply_server_side(const Kubectl& kubectl, const std::vector<RenderedObject>& objects,
-                              const std::string& path);
+// `kubectl --kubeconfig <kubeconfig> apply --server-side --field-manager=helm -f <path>` of
+// `objects`' texts, written to `path` as one YAML stream; no --namespace, as a user pipes
+// `helm template -n NS` to kubectl: each object lands in the namespace it names (a chart may put
+// some in another, e.g. Events' rights in default). Returns kubectl's output; throws
+// std::runtime_error with it when it fails.
+std::string apply_server_side(const std::string& kubeconfig, const std::string& cache_dir,
+                              const std::vector<RenderedObject>& objects, const std::string& path);
 
 // The objects of this kind; the one object of this kind (and name, when given): throws
 // std::runtime_error naming the kind when there is none or more than one.

@@ -231,6 +231,11 @@ OperatorProcess& OperatorE2e::start_operator(const std::string& replica) {
                              " containers; the e2e runs one, tessel-operator");
   const json& container = containers[0];
 
+  // A token of the pod's ServiceAccount: what its service-account volume holds, and what the
+  // kubeconfig that stands in for the in-cluster config carries.
+  const std::string token =
+      create_token(federation_->kubectl(), pod["spec"].value("serviceAccountName", "default"));
+
   // The volumes the kubelet would mount, as folders of the pod's own.
   const std::string pod_dir = work_dir_ + "/" + pod_name;
   std::map<std::string, std::string> folders;
@@ -241,20 +246,33 @@ OperatorProcess& OperatorE2e::start_operator(const std::string& replica) {
       if (candidate.value("name", "") == name) volume = candidate;
     const std::string folder = pod_dir + "/volumes/" + name;
     fs::create_directories(folder);
+    const auto write = [&](const std::string& file, const std::string& bytes) {
+      placement::write_file_atomically(folder + "/" + file, bytes);
+      fs::permissions(folder + "/" + file, fs::perms::owner_read);
+    };
     if (volume.contains("secret")) {
       const json secret =
           hub.get(builtin("secrets"), namespace_, volume["secret"].value("secretName", ""));
-      for (const auto& [key, value] : secret.value("data", json::object()).items()) {
+      const json data = secret.value("data", json::object());
+      for (const auto& [key, value] : data.items()) {
         const std::optional<std::string> bytes = kube::base64_decode(value.get<std::string>());
         if (!bytes)
           throw std::runtime_error("Secret " + secret["metadata"].value("name", "") + ": data." +
                                    key + " is not base64");
-        placement::write_file_atomically(folder + "/" + key, *bytes);
-        fs::permissions(folder + "/" + key, fs::perms::owner_read);
+        write(key, *bytes);
       }
+    } else if (volume.contains("projected") &&
+               volume["projected"].dump().find("serviceAccountToken") != std::string::npos) {
+      // The service-account volume the ServiceAccount admission plugin adds
+      // (/var/run/secrets/kubernetes.io/serviceaccount): token, the cluster's CA, namespace.
+      write("token", token);
+      write("ca.crt", federation_->hub().config().ca_pem);
+      write("namespace", namespace_);
     } else if (!volume.contains("emptyDir")) {
-      throw std::runtime_error("volume " + name + " of Deployment " + deployment_name +
-                               " is neither a Secret nor an emptyDir: the e2e cannot mount it");
+      throw std::runtime_error("volume " + name + " of the Pod of Deployment " + deployment_name +
+                               " is " + volume.dump() +
+                               ": the e2e mounts Secrets, emptyDirs and the service-account "
+                               "volume");
     }
     folders[mount.value("mountPath", "")] = folder;
   }
@@ -268,13 +286,11 @@ OperatorProcess& OperatorE2e::start_operator(const std::string& replica) {
     args.push_back(expand_references(arg.get<std::string>(), env));
   settings.args = map_mount_paths(args, folders);
   settings.env = env;
-  // In place of the service-account token volume: a token of the pod's ServiceAccount.
+  // In place of the in-cluster config (the operator reads the service-account files at a fixed
+  // path, and $KUBERNETES_SERVICE_HOST): a kubeconfig with the same token.
   const std::string kubeconfig = pod_dir + "/kubeconfig";
   placement::write_file_atomically(
-      kubeconfig, token_kubeconfig(federation_->hub().config(),
-                                   create_token(federation_->kubectl(),
-                                                pod["spec"].value("serviceAccountName", "default")),
-                                   namespace_));
+      kubeconfig, token_kubeconfig(federation_->hub().config(), token, namespace_));
   settings.env["KUBECONFIG"] = kubeconfig;
   settings.ports = container_ports(container);
   for (const std::string& arg : settings.args)

@@ -122,7 +122,8 @@ std::string Federation::install_crds() {
   std::vector<RenderedObject> crds;
   for (const RenderedObject& rendered : hub_chart_)
     if (rendered.object.value("kind", "") == "CustomResourceDefinition") crds.push_back(rendered);
-  std::string out = apply_server_side(*kubectl_, crds, work_dir_ + "/hub-chart-crds.yaml");
+  std::string out = apply_server_side(hub_->kubeconfig_path(), work_dir_ + "/kubectl-cache", crds,
+                                      work_dir_ + "/hub-chart-crds.yaml");
   for (const char* crd : {"memberclusters.tessel.dev", "trainingjobs.tessel.dev"})
     out += run_command(
         {"wait", "--for=condition=established", "--timeout=60s", "crd/" + std::string(crd)});
@@ -140,7 +141,8 @@ std::string Federation::install_hub() {
     webhooks_installed_ = webhooks_installed_ || webhook;
     rest.push_back(rendered);
   }
-  return apply_server_side(*kubectl_, rest, work_dir_ + "/hub-chart.yaml");
+  return apply_server_side(hub_->kubeconfig_path(), work_dir_ + "/kubectl-cache", rest,
+                           work_dir_ + "/hub-chart.yaml");
 }
 
 void Federation::remove_webhooks() {
@@ -161,7 +163,8 @@ void Federation::remove_webhooks() {
 std::string Federation::install_member(int index) {
   member_charts_.at(index) = render_chart(
       {.chart = "tessel-member", .release = release(), .namespace_ = namespace_name()});
-  apply_server_side(*member_kubectls_.at(index), member_charts_[index],
+  apply_server_side(members_.at(index)->kubeconfig_path(),
+                    work_dir_ + "/kubectl-cache-" + specs_.at(index).letter, member_charts_[index],
                     work_dir_ + "/member-chart-" + specs_.at(index).letter + ".yaml");
   // The token controller fills the Secret in: token, ca.crt, namespace.
   const std::string secret = kMemberServiceAccount + "-token";
