@@ -60,7 +60,8 @@ TEST_F(ProtobufBodyTest, OtherKindsAndBrokenBodiesAreRefusedByName) {
   EXPECT_EQ(other.status, 400);
   EXPECT_EQ(other.json()["message"],
             "the API test server decodes protobuf bodies of v1 Namespace, ServiceAccount, "
-            "authentication.k8s.io/v1 TokenRequest and authorization.k8s.io/v1 "
+            "authentication.k8s.io/v1 TokenRequest, rbac.authorization.k8s.io/v1 Role, "
+            "ClusterRole, RoleBinding, ClusterRoleBinding and authorization.k8s.io/v1 "
             "SelfSubjectAccessReview only, not v1 ConfigMap: send it as JSON");
   const ClientResponse truncated =
       post("/api/v1/namespaces/default/serviceaccounts", std::string("k8s\0", 4) + "\x0a\x20");

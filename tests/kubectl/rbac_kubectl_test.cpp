@@ -64,6 +64,12 @@ TEST_F(RbacKubectl, CanIAsAServiceAccountFollowsItsBindings) {
   EXPECT_EQ(answer.out, "yes\n") << describe(answer);
   EXPECT_EQ(answer.exit_code, 0);
   EXPECT_EQ(can_i({"delete", "pods", as}).out, "no\n");
+  // The same with the imperative commands (protobuf bodies).
+  kubectl_ok({"create", "role", "pod-deleter", "--verb=delete", "--resource=pods"});
+  kubectl_ok({"create", "rolebinding", "robot-deletes-pods", "--role=pod-deleter",
+              "--serviceaccount=" + namespace_name() + ":robot"});
+  EXPECT_EQ(can_i({"delete", "pods", as}).out, "yes\n");
+  EXPECT_EQ(can_i({"delete", "pods", "--subresource=status", as}).out, "no\n");
   EXPECT_EQ(can_i({"list", "pods", as, "--namespace", "default"}).out, "no\n");
   EXPECT_EQ(can_i({"list", "pods"}).out, "yes\n");  // the admin
   const std::string listed = kubectl_ok({"get", "rolebinding", "robot-reads-pods", "-o", "wide"});

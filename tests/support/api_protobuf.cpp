@@ -66,6 +66,31 @@ const Message& namespace_message() {
   return message;
 }
 
+const Message& policy_rule() {
+  static const Message message{{{1, {"verbs", T::kString, true}},
+                                {2, {"apiGroups", T::kString, true}},
+                                {3, {"resources", T::kString, true}},
+                                {4, {"resourceNames", T::kString, true}},
+                                {5, {"nonResourceURLs", T::kString, true}}}};
+  return message;
+}
+
+const Message& role() {
+  static const Message message{{{1, {"metadata", T::kMessage, false, &object_meta()}},
+                                {2, {"rules", T::kMessage, true, &policy_rule()}}}};
+  return message;
+}
+
+const Message& role_binding() {
+  static const Message subject{
+      {{1, {"kind"}}, {2, {"apiGroup"}}, {3, {"name"}}, {4, {"namespace"}}}};
+  static const Message role_ref{{{1, {"apiGroup"}}, {2, {"kind"}}, {3, {"name"}}}};
+  static const Message message{{{1, {"metadata", T::kMessage, false, &object_meta()}},
+                                {2, {"subjects", T::kMessage, true, &subject}},
+                                {3, {"roleRef", T::kMessage, false, &role_ref}}}};
+  return message;
+}
+
 const Message& token_request() {
   static const Message bound{{{1, {"kind"}}, {2, {"apiVersion"}}, {3, {"name"}}, {4, {"uid"}}}};
   static const Message spec{{{1, {"audiences", T::kString, true}},
@@ -217,6 +242,10 @@ json decode_protobuf_body(const std::string& body) {
       {"v1", "Namespace", namespace_message},
       {"v1", "ServiceAccount", service_account},
       {"authentication.k8s.io/v1", "TokenRequest", token_request},
+      {"rbac.authorization.k8s.io/v1", "Role", role},
+      {"rbac.authorization.k8s.io/v1", "ClusterRole", role},
+      {"rbac.authorization.k8s.io/v1", "RoleBinding", role_binding},
+      {"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", role_binding},
       {"authorization.k8s.io/v1", "SelfSubjectAccessReview", self_subject_access_review}};
   for (const auto& [known_version, known_kind, message] : kinds) {
     if (known_version != api_version || known_kind != kind) continue;
@@ -227,8 +256,9 @@ json decode_protobuf_body(const std::string& body) {
   }
   throw bad_request(
       "the API test server decodes protobuf bodies of v1 Namespace, ServiceAccount, "
-      "authentication.k8s.io/v1 TokenRequest and authorization.k8s.io/v1 "
-      "SelfSubjectAccessReview only, not " +
+      "authentication.k8s.io/v1 TokenRequest, rbac.authorization.k8s.io/v1 Role, ClusterRole, "
+      "RoleBinding, ClusterRoleBinding and authorization.k8s.io/v1 SelfSubjectAccessReview "
+      "only, not " +
       api_version + " " + kind + ": send it as JSON");
 }
 
