@@ -174,6 +174,11 @@ TEST_F(RbacTest, ResourceNamesLimitARuleToNamedObjects) {
   EXPECT_EQ(robot("GET", "/api/v1/namespaces/a/configmaps/other"), 403);
   EXPECT_EQ(robot("GET", "/api/v1/namespaces/a/configmaps"), 403);  // a list names nothing
   EXPECT_EQ(robot("POST", "/api/v1/namespaces/a/configmaps", config_map("mine2")), 403);
+  // A list or watch selecting the one name by field is a request for that name.
+  EXPECT_EQ(robot("GET", "/api/v1/namespaces/a/configmaps?fieldSelector=metadata.name%3Dmine"),
+            200);
+  EXPECT_EQ(robot("GET", "/api/v1/namespaces/a/configmaps?fieldSelector=metadata.name%3Dother"),
+            403);
 }
 
 TEST_F(RbacTest, NonResourceUrlsWithWildcards) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "kube/object.h"
 #include "tests/support/api_service_account_tokens.h"
 
 namespace tessel::testing {
@@ -28,6 +29,24 @@ bool is_public_info_path(const std::string& path) {
     if (path == prefix || path.rfind(prefix + "/", 0) == 0) return true;
   }
   return path == "/version" || path == "/version/";
+}
+
+// The name a fieldSelector requires exactly (metadata.name=x or ==x), if a valid one.
+std::string selected_name(const HttpServerRequest& request) {
+  const std::optional<std::string> selector = request.query_param("fieldSelector");
+  if (!selector) return "";
+  try {
+    const kube::FieldSelector fields = kube::FieldSelector::parse(*selector);
+    for (const kube::FieldRequirement& term : fields.requirements()) {
+      if (term.field != "metadata.name" || !term.equals) continue;
+      const bool valid = !term.value.empty() && term.value != "." && term.value != ".." &&
+                         term.value.find_first_of("/%") == std::string::npos;
+      return valid ? term.value : "";
+    }
+  } catch (const std::invalid_argument&) {
+    // A selector that does not parse is refused by the list itself (400).
+  }
+  return "";
 }
 
 }  // namespace
@@ -85,6 +104,9 @@ RequestAttributes request_attributes(const HttpServerRequest& request, const Api
   const std::string& method = request.method;
   if (method == "GET" || method == "HEAD") {
     attributes.verb = watch ? "watch" : path.name.empty() ? "list" : "get";
+    // A list or watch selecting one name by field is authorized as a request for that name
+    // (RBAC's resourceNames then apply), as kube-apiserver's request info makes it.
+    if (path.name.empty()) attributes.name = selected_name(request);
   } else if (method == "POST") {
     attributes.verb = "create";
   } else if (method == "PUT") {
