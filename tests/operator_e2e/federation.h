@@ -71,6 +71,12 @@ class Federation {
   std::string member_name(int index) const;  // the MemberCluster's name
   const std::string& member_region(int index) const { return specs_.at(index).region; }
   Kubectl& kubectl() { return *kubectl_; }  // the hub, in the run's namespace
+  // Member `index`'s kubectl, in the run's namespace.
+  Kubectl& member_kubectl(int index) { return *member_kubectls_.at(index); }
+  // helm/tessel-member as register_members() applied it in member `index` (empty before).
+  const std::vector<RenderedObject>& member_chart(int index) const {
+    return member_charts_.at(index);
+  }
 
   // helm/tessel rendered for this run (CRDs included), as the constructor rendered it once.
   const std::vector<RenderedObject>& hub_chart() const { return hub_chart_; }

@@ -35,6 +35,11 @@ TEST(E2eMicroTime, ParsesSecondsAndFractions) {
   EXPECT_THROW(micro_time_seconds("yesterday"), std::invalid_argument);
 }
 
+const kube::ResourceInfo& builtin_pods() {
+  static const kube::ResourceInfo pods = *kube::ResourceRegistry().find_resource("", "pods");
+  return pods;
+}
+
 class LeaderElectionE2e : public OperatorE2e {
  protected:
   // The run's Lease held by one of `identities` (the operator's namespace holds no other);
@@ -89,6 +94,19 @@ TEST_F(LeaderElectionE2e, TheLeaderKilledTheOtherReplicaTakesOverAfterTheLeaseEx
   EXPECT_GE(acquired - last_renewal, lease_seconds - 0.5) << lease.dump();
   std::cout << "take-over " << acquired - last_renewal << " s after the last renewal (lease "
             << lease_seconds << " s)\n";
+
+  // The stage Service selects the new leader's Pod alone: the heir labels its own Pod and takes
+  // the label off the dead leader's (the chart's Role lets its identity list and patch pods).
+  const auto serving = [&](const std::string& pod) {
+    return federation_->hub()
+        .admin()
+        .get(builtin_pods(), federation_->namespace_name(), pod)
+        .value("/metadata/labels/tessel.dev~1stage-service"_json_pointer, std::string());
+  };
+  EXPECT_TRUE(
+      wait_for([&] { return serving(heir) == "serving" && serving(leader).empty(); }, seconds(60)))
+      << "the stage-service label: " << heir << " '" << serving(heir) << "', " << leader << " '"
+      << serving(leader) << "'";
 
   // The new leader works: a job applied now trains to the end. The webhook follows the live
   // replica, as a Service would.

@@ -30,6 +30,7 @@
 #include "kube/object.h"
 #include "kube/resource.h"
 #include "noderuntime/transport/socket.h"
+#include "tests/operator_e2e/chart_install.h"
 #include "tests/operator_e2e/e2e_fixture.h"
 
 namespace tessel::testing {
@@ -95,14 +96,20 @@ class ProberE2e : public OperatorE2e {
     if (IsSkipped() || HasFatalFailure()) return;
     const std::string secret = random_secret();
     for (int m = 0; m < federation_->member_count(); ++m) {
+      // The probers act as the member chart's prober ServiceAccount (its RBAC, on a test server
+      // with Authorization::kRbac), with a token in place of the in-cluster files.
+      const std::string account =
+          the_object(federation_->member_chart(m), "DaemonSet")
+              .value("/spec/template/spec/serviceAccountName"_json_pointer, std::string("default"));
+      const std::string kubeconfig = token_kubeconfig(
+          federation_->member(m).config(), create_token(federation_->member_kubectl(m), account),
+          federation_->namespace_name());
       kube::Client& member = federation_->member(m).admin();
       member.create(builtin("secrets"), federation_->namespace_name(),
                     {{"apiVersion", "v1"},
                      {"kind", "Secret"},
                      {"metadata", {{"name", "tessel-prober"}}},
-                     {"stringData",
-                      {{"secret", secret},
-                       {"kubeconfig", federation_->member(m).self_contained_kubeconfig()}}}});
+                     {"stringData", {{"secret", secret}, {"kubeconfig", kubeconfig}}}});
     }
     for (const GpuNode& node : fleet_->nodes()) {
       const uint16_t port = free_port();
@@ -135,7 +142,7 @@ class ProberE2e : public OperatorE2e {
          {{"nodeName", node.name},
           {"hostNetwork", true},
           // The member's API is reached with the kubeconfig of the Secret (the process runs
-          // on this machine, whatever the cluster), not with a service account token.
+          // on this machine, whatever the cluster): a token of the chart's prober account.
           {"automountServiceAccountToken", false},
           {"containers",
            {{{"name", "prober"},
