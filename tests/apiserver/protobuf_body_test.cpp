@@ -62,7 +62,8 @@ TEST_F(ProtobufBodyTest, OtherKindsAndBrokenBodiesAreRefusedByName) {
             "the API test server decodes protobuf bodies of v1 Namespace, ServiceAccount, "
             "authentication.k8s.io/v1 TokenRequest, rbac.authorization.k8s.io/v1 Role, "
             "ClusterRole, RoleBinding, ClusterRoleBinding and authorization.k8s.io/v1 "
-            "SelfSubjectAccessReview only, not v1 ConfigMap: send it as JSON");
+            "SelfSubjectAccessReview, SelfSubjectRulesReview only, not v1 ConfigMap: send it as "
+            "JSON");
   const ClientResponse truncated =
       post("/api/v1/namespaces/default/serviceaccounts", std::string("k8s\0", 4) + "\x0a\x20");
   EXPECT_EQ(truncated.status, 400);

@@ -187,6 +187,28 @@ TEST_F(TokenTest, SelfSubjectAccessReviewsAskTheAuthorizer) {
   EXPECT_EQ(neither.status, 422);
 }
 
+TEST_F(TokenTest, SelfSubjectRulesReviewsListTheRulesHeld) {
+  ASSERT_EQ(admin_.send("POST", kAccounts, account("robot")).status, 201);
+  TestClient robot(server_.url(), "", {new_token("robot"), "", ""});
+  const std::string reviews = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+  const json review = {{"apiVersion", "authorization.k8s.io/v1"},
+                       {"kind", "SelfSubjectRulesReview"},
+                       {"spec", {{"namespace", "default"}}}};
+  const ClientResponse answer = robot.send("POST", reviews, review);
+  ASSERT_EQ(answer.status, 201) << answer.body;
+  const json status = answer.json()["status"];
+  EXPECT_EQ(status["incomplete"], false);
+  // The bootstrap policy only: reviews, discovery and the public endpoints.
+  EXPECT_EQ(status["resourceRules"],
+            json({{{"verbs", {"create"}},
+                   {"apiGroups", {"authorization.k8s.io"}},
+                   {"resources", {"selfsubjectaccessreviews", "selfsubjectrulesreviews"}}}}));
+  EXPECT_EQ(status["nonResourceRules"].size(), 2u);
+  // Under an authorizer a test set, the rules cannot be listed.
+  server_.set_authorizer([](const RequestAttributes&) { return true; });
+  EXPECT_EQ(robot.send("POST", reviews, review).json()["status"]["incomplete"], true);
+}
+
 TEST_F(TokenTest, ImpersonationActsAsTheNamedUserWhenAllowed) {
   ASSERT_EQ(admin_.send("POST", kAccounts, account("robot")).status, 201);
   // The admin (system:masters) may impersonate the account, which may not list pods.

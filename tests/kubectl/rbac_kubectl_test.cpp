@@ -63,6 +63,14 @@ TEST_F(RbacKubectl, CanIAsAServiceAccountFollowsItsBindings) {
   answer = can_i({"list", "pods", as});
   EXPECT_EQ(answer.out, "yes\n") << describe(answer);
   EXPECT_EQ(answer.exit_code, 0);
+  // --list shows the rules the account holds here, the bootstrap policy's among them.
+  answer = can_i({"--list", as});
+  EXPECT_EQ(answer.exit_code, 0) << describe(answer);
+  const auto pods = rows_named(answer.out, "pods");
+  ASSERT_EQ(pods.size(), 1u) << answer.out;
+  EXPECT_EQ(pods[0], (std::vector<std::string>{"pods", "[]", "[]", "[get", "list", "watch]"}));
+  EXPECT_EQ(rows_named(answer.out, "selfsubjectaccessreviews.authorization.k8s.io").size(), 1u)
+      << answer.out;
   EXPECT_EQ(can_i({"delete", "pods", as}).out, "no\n");
   // The same with the imperative commands (protobuf bodies).
   kubectl_ok({"create", "role", "pod-deleter", "--verb=delete", "--resource=pods"});

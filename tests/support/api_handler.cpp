@@ -109,11 +109,23 @@ ApiHandler::ApiHandler(ObjectStore& store, ServedResources& resources, ApiVerbs&
       tokens_(tokens),
       git_version_(std::move(git_version)),
       watch_settings_(watch_settings),
-      authorizer_(default_authorizer) {}
+      authorizer_(default_authorizer),
+      rule_resolver_(allow_everything_rules) {}
 
-void ApiHandler::set_authorizer(Authorizer authorizer) {
+void ApiHandler::set_authorizer(Authorizer authorizer, RuleResolver rules) {
   std::lock_guard lock(authorizer_mutex_);
-  authorizer_ = authorizer ? std::move(authorizer) : Authorizer(default_authorizer);
+  if (authorizer) {
+    authorizer_ = std::move(authorizer);
+    rule_resolver_ = std::move(rules);
+  } else {
+    authorizer_ = default_authorizer;
+    rule_resolver_ = allow_everything_rules;
+  }
+}
+
+RuleResolver ApiHandler::rule_resolver() const {
+  std::lock_guard lock(authorizer_mutex_);
+  return rule_resolver_;
 }
 
 Authorizer ApiHandler::authorizer() const {
@@ -254,6 +266,10 @@ std::optional<HttpServerResponse> ApiHandler::answer_review(const HttpServerRequ
                                                             const UserInfo& user) const {
   if (type.group() == "authorization.k8s.io") {
     if (request.method != "POST" || !path.name.empty()) throw method_not_allowed();
+    if (type.resource() == "selfsubjectrulesreviews") {
+      return json_response(
+          201, answer_self_subject_rules_review(parse_body(request), user, rule_resolver()));
+    }
     return json_response(
         201, answer_self_subject_access_review(parse_body(request), user, authorizer()));
   }

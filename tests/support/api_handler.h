@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "tests/support/api_access_review.h"
 #include "tests/support/api_auth.h"
 #include "tests/support/api_resources.h"
 #include "tests/support/api_service_account_tokens.h"
@@ -27,7 +28,9 @@ class ApiHandler {
 
   HttpServerResponse handle(const HttpServerRequest& request) const;
 
-  void set_authorizer(Authorizer authorizer);
+  // An empty authorizer restores the default one (and its rules: everything). `rules`: how
+  // SelfSubjectRulesReviews list a user's rules under this authorizer (null: they cannot).
+  void set_authorizer(Authorizer authorizer, RuleResolver rules = nullptr);
   // Whether the request opens a watch (fault injection may spare watches).
   static bool is_watch(const HttpServerRequest& request);
 
@@ -45,6 +48,7 @@ class ApiHandler {
                                                   const ResourceType& type, const ApiPath& path,
                                                   const UserInfo& user) const;
   Authorizer authorizer() const;
+  RuleResolver rule_resolver() const;
 
   ObjectStore& store_;
   ServedResources& resources_;
@@ -55,6 +59,7 @@ class ApiHandler {
   WatchSettings watch_settings_;
   mutable std::mutex authorizer_mutex_;
   Authorizer authorizer_;
+  RuleResolver rule_resolver_;
 };
 
 // An HTTP response carrying `body` as JSON, with one Warning header per warning.

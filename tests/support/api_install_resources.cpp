@@ -30,6 +30,11 @@ const std::vector<kube::ResourceInfo>& install_resources() {
        false,
        {},
        {}},
+      {{"authorization.k8s.io", "v1", "selfsubjectrulesreviews"},
+       "SelfSubjectRulesReview",
+       false,
+       {},
+       {}},
   };
   return resources;
 }

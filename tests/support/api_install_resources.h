@@ -9,8 +9,9 @@
 // builtin_semantics_rbac.cpp, builtin_semantics_admission_policy.cpp), Table columns and merge
 // keys; no controller acts on them: a Deployment makes no ReplicaSet or Pod, a DaemonSet no
 // Pod, a ValidatingAdmissionPolicy is not enforced (no CEL). The RBAC authorizer (api_rbac.h)
-// reads the RBAC objects. authorization.k8s.io/v1 selfsubjectaccessreviews, which
-// `kubectl auth can-i` creates, is answered, never stored (api_access_review.h).
+// reads the RBAC objects. authorization.k8s.io/v1 selfsubjectaccessreviews and
+// selfsubjectrulesreviews, which `kubectl auth can-i [--list]` creates, are answered, never
+// stored (api_access_review.h).
 #pragma once
 
 #include <vector>

@@ -75,6 +75,13 @@ const Message& policy_rule() {
   return message;
 }
 
+const Message& self_subject_rules_review() {
+  static const Message spec{{{1, {"namespace"}}}};
+  static const Message message{{{1, {"metadata", T::kMessage, false, &object_meta()}},
+                                {2, {"spec", T::kMessage, false, &spec}}}};
+  return message;
+}
+
 const Message& role() {
   static const Message message{{{1, {"metadata", T::kMessage, false, &object_meta()}},
                                 {2, {"rules", T::kMessage, true, &policy_rule()}}}};
@@ -246,7 +253,8 @@ json decode_protobuf_body(const std::string& body) {
       {"rbac.authorization.k8s.io/v1", "ClusterRole", role},
       {"rbac.authorization.k8s.io/v1", "RoleBinding", role_binding},
       {"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", role_binding},
-      {"authorization.k8s.io/v1", "SelfSubjectAccessReview", self_subject_access_review}};
+      {"authorization.k8s.io/v1", "SelfSubjectAccessReview", self_subject_access_review},
+      {"authorization.k8s.io/v1", "SelfSubjectRulesReview", self_subject_rules_review}};
   for (const auto& [known_version, known_kind, message] : kinds) {
     if (known_version != api_version || known_kind != kind) continue;
     json object = decode(envelope.value("raw", ""), message());
@@ -257,8 +265,8 @@ json decode_protobuf_body(const std::string& body) {
   throw bad_request(
       "the API test server decodes protobuf bodies of v1 Namespace, ServiceAccount, "
       "authentication.k8s.io/v1 TokenRequest, rbac.authorization.k8s.io/v1 Role, ClusterRole, "
-      "RoleBinding, ClusterRoleBinding and authorization.k8s.io/v1 SelfSubjectAccessReview "
-      "only, not " +
+      "RoleBinding, ClusterRoleBinding and authorization.k8s.io/v1 SelfSubjectAccessReview, "
+      "SelfSubjectRulesReview only, not " +
       api_version + " " + kind + ": send it as JSON");
 }
 

@@ -2,11 +2,11 @@
 // "k8s\0" magic, then a runtime.Unknown carrying apiVersion, kind and the object's bytes), which
 // kubectl's typed clients send: `kubectl create namespace`, `kubectl create serviceaccount`,
 // `kubectl create token`, `kubectl create role|clusterrole|rolebinding|clusterrolebinding` and
-// `kubectl auth can-i`. Decoded into the JSON form the server works on, for the kinds those
-// commands send: v1 Namespace and ServiceAccount, authentication.k8s.io/v1 TokenRequest,
+// `kubectl auth can-i [--list]`. Decoded into the JSON form the server works on, for the kinds
+// those commands send: v1 Namespace and ServiceAccount, authentication.k8s.io/v1 TokenRequest,
 // rbac.authorization.k8s.io/v1 Role, ClusterRole, RoleBinding, ClusterRoleBinding and
-// authorization.k8s.io/v1 SelfSubjectAccessReview (the fields of k8s.io/api's generated.proto).
-// Answers stay JSON, which those clients accept.
+// authorization.k8s.io/v1 SelfSubjectAccessReview and SelfSubjectRulesReview (the fields of
+// k8s.io/api's generated.proto). Answers stay JSON, which those clients accept.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -138,8 +138,7 @@ bool RbacAuthorizer::operator()(const RequestAttributes& attributes) const {
   return false;
 }
 
-bool RbacAuthorizer::role_allows(const json& role_ref, const std::string& binding_namespace,
-                                 const RequestAttributes& attributes) const {
+json RbacAuthorizer::role_rules(const json& role_ref, const std::string& binding_namespace) const {
   const std::string kind = string_at(role_ref, "kind");
   const std::string name = string_at(role_ref, "name");
   std::optional<json> role;
@@ -148,10 +147,39 @@ bool RbacAuthorizer::role_allows(const json& role_ref, const std::string& bindin
   } else if (kind == "Role" && !binding_namespace.empty()) {
     role = store_.get({kRbacGroup, "roles"}, binding_namespace, name);
   }
-  if (!role || !has(*role, "rules")) return false;
-  const json& rules = (*role)["rules"];
+  if (!role || !has(*role, "rules")) return json::array();
+  return (*role)["rules"];
+}
+
+bool RbacAuthorizer::role_allows(const json& role_ref, const std::string& binding_namespace,
+                                 const RequestAttributes& attributes) const {
+  const json rules = role_rules(role_ref, binding_namespace);
   return std::any_of(rules.begin(), rules.end(),
                      [&](const json& rule) { return rule_allows(rule, attributes); });
+}
+
+std::vector<json> RbacAuthorizer::rules_for(const UserInfo& user,
+                                            const std::string& namespace_) const {
+  std::vector<json> rules;
+  const auto collect = [&](const json& binding, const std::string& binding_namespace) {
+    if (!has(binding, "subjects")) return;
+    const bool applies = std::any_of(
+        binding["subjects"].begin(), binding["subjects"].end(),
+        [&](const json& subject) { return subject_applies(subject, user, binding_namespace); });
+    if (!applies) return;
+    for (const json& rule : role_rules(binding.value("roleRef", json()), binding_namespace)) {
+      rules.push_back(rule);
+    }
+  };
+  for (const auto& [key, binding] : store_.list({kRbacGroup, "clusterrolebindings"}, "").items) {
+    collect(*binding, "");
+  }
+  if (!namespace_.empty()) {
+    for (const auto& [key, binding] : store_.list({kRbacGroup, "rolebindings"}, namespace_).items) {
+      collect(*binding, namespace_);
+    }
+  }
+  return rules;
 }
 
 std::vector<json> rbac_bootstrap_policy() {

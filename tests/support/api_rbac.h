@@ -26,12 +26,19 @@ class RbacAuthorizer {
  public:
   explicit RbacAuthorizer(const ObjectStore& store) : store_(store) {}
   bool operator()(const RequestAttributes& attributes) const;
+  // Every PolicyRule the user holds in `namespace_` ("" for the cluster scope): the rules of the
+  // roles its ClusterRoleBindings, then that namespace's RoleBindings, bind it to (RBAC's
+  // RulesFor, which SelfSubjectRulesReviews answer with).
+  std::vector<nlohmann::json> rules_for(const UserInfo& user, const std::string& namespace_) const;
 
  private:
   // Whether a rule of the (Cluster)Role `role_ref` names allows the request; `binding_namespace`
   // is the RoleBinding's namespace ("" for a ClusterRoleBinding).
   bool role_allows(const nlohmann::json& role_ref, const std::string& binding_namespace,
                    const RequestAttributes& attributes) const;
+  // The rules of the (Cluster)Role a binding names; empty when it is missing.
+  nlohmann::json role_rules(const nlohmann::json& role_ref,
+                            const std::string& binding_namespace) const;
 
   const ObjectStore& store_;
 };

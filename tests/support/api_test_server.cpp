@@ -35,7 +35,10 @@ struct ApiTestServer::Impl {
     verbs.create_initial_objects();
     if (options.authorization == Authorization::kRbac) {
       create_bootstrap_policy();
-      handler.set_authorizer(RbacAuthorizer(store));
+      const RbacAuthorizer rbac(store);
+      handler.set_authorizer(rbac, [rbac](const UserInfo& user, const std::string& namespace_) {
+        return std::optional(rbac.rules_for(user, namespace_));
+      });
     }
     if (!options.crd_directory.empty()) load_crds(options.crd_directory, verbs, resources);
     collector.emplace(store, resources, verbs);

@@ -93,6 +93,7 @@ const std::map<std::pair<std::string, std::string>, BuiltinResource>& builtin_re
       {{"rbac.authorization.k8s.io", "roles"}, {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
       // Answered, not stored: no storageVersionHash.
       {{"authorization.k8s.io", "selfsubjectaccessreviews"}, {{"create"}, {}, "", {}}},
+      {{"authorization.k8s.io", "selfsubjectrulesreviews"}, {{"create"}, {}, "", {}}},
       {{"apiextensions.k8s.io", "customresourcedefinitions"},
        {kAllVerbs, {"api-extensions"}, "apiextensions.k8s.io/v1beta1", {{"status", kStatus}}}},
   };
