@@ -303,6 +303,24 @@ TEST(E2eOperatorProcess, TheCommandLineIsTheChartsContainerMappedOntoThisMachine
   EXPECT_THROW(operator_command_line(settings, {{"https", 30001}}), std::runtime_error);
 }
 
+// On a real hub the test runs the replicas: the Deployment's own pods (and the one the test
+// creates) must run nowhere, and the webhook configurations would point its API server at a
+// Service it cannot reach.
+TEST(E2eOperatorProcess, OnARealHubTheChartsPodsAreHeldOffEveryNode) {
+  if (!helm::helm_binary()) GTEST_SKIP() << "no helm on PATH";
+  for (const bool real : {false, true}) {
+    const json deployment =
+        the_object(render_chart({.chart = "tessel",
+                                 .release = "e2e-x",
+                                 .namespace_ = "tessel-test-x",
+                                 .set_values = hub_chart_values("tessel-test-x", "e2e-x", real)}),
+                   "Deployment");
+    const json selector =
+        deployment.value("/spec/template/spec/nodeSelector"_json_pointer, json::object());
+    EXPECT_EQ(selector.contains("e2e.tessel.dev/no-node"), real) << selector.dump();
+  }
+}
+
 TEST(E2eOperatorPod, ReferencesExpandAsTheKubeletExpandsThem) {
   const std::map<std::string, std::string> env = {{"POD_NAME", "p-1"}, {"EMPTY", ""}};
   EXPECT_EQ(expand_references("--identity=$(POD_NAME)", env), "--identity=p-1");
