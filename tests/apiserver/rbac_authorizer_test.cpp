@@ -229,6 +229,53 @@ TEST_F(RbacTest, TheBootstrapPolicyLetsEveryoneDiscoverAndMastersDoEverything) {
   EXPECT_EQ(admin_.get("/api/v1/namespaces/a/pods").status, 200);
 }
 
+TEST_F(RbacTest, NobodyGrantsWhatItDoesNotHold) {
+  // robot may manage Roles and RoleBindings in a, and read pods there.
+  created(kRbac + "/namespaces/a/roles",
+          role("Role", "rbac-admin",
+               {rule({"rbac.authorization.k8s.io"}, {"roles", "rolebindings"},
+                     {"create", "update", "patch", "get"}),
+                rule({""}, {"pods"}, {"get", "list"})}));
+  created(kRbac + "/namespaces/a/rolebindings",
+          binding("RoleBinding", "rbac-admin", "Role", "rbac-admin",
+                  {service_account_subject("a", "robot")}));
+  const std::string roles = kRbac + "/namespaces/a/roles";
+  EXPECT_EQ(robot("POST", roles, role("Role", "readers", {rule({""}, {"pods"}, {"list"})})), 201);
+  const ClientResponse refused = robot_.send(
+      "POST", roles,
+      role("Role", "writers",
+           {rule({""}, {"pods"}, {"list", "delete"}), rule({"apps"}, {"deployments"}, {"get"})}));
+  EXPECT_EQ(refused.status, 403);
+  EXPECT_EQ(refused.json()["message"],
+            "roles.rbac.authorization.k8s.io \"writers\" is forbidden: user "
+            "\"system:serviceaccount:a:robot\" (groups=[\"system:serviceaccounts\" "
+            "\"system:serviceaccounts:a\" \"system:authenticated\"]) is attempting to grant RBAC "
+            "permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"pods\"], "
+            "Verbs:[\"delete\"]}\n{APIGroups:[\"apps\"], Resources:[\"deployments\"], "
+            "Verbs:[\"get\"]}");
+  // A patch that would add a rule it lacks is refused too.
+  EXPECT_EQ(
+      robot_
+          .send("PATCH", roles + "/readers",
+                {{"rules", {rule({""}, {"pods"}, {"list"}), rule({""}, {"secrets"}, {"get"})}}},
+                "application/merge-patch+json")
+          .status,
+      403);
+  // Binding a role needs its rules, or bind on it.
+  created(kRbac + "/clusterroles",
+          role("ClusterRole", "secret-reader", {rule({""}, {"secrets"}, {"get"})}));
+  const json to_secrets = binding("RoleBinding", "secrets", "ClusterRole", "secret-reader",
+                                  {service_account_subject("a", "robot")});
+  EXPECT_EQ(robot("POST", kRbac + "/namespaces/a/rolebindings", to_secrets), 403);
+  created(
+      kRbac + "/namespaces/a/roles",
+      role("Role", "binder",
+           {rule({"rbac.authorization.k8s.io"}, {"clusterroles"}, {"bind"}, {"secret-reader"})}));
+  created(kRbac + "/namespaces/a/rolebindings", binding("RoleBinding", "binder", "Role", "binder",
+                                                        {service_account_subject("a", "robot")}));
+  EXPECT_EQ(robot("POST", kRbac + "/namespaces/a/rolebindings", to_secrets), 201);
+}
+
 TEST_F(RbacTest, RoleRefIsImmutable) {
   json created_binding =
       created(kRbac + "/namespaces/a/rolebindings",

@@ -3,6 +3,7 @@
 #include "tests/support/api_access_review.h"
 #include "tests/support/api_errors.h"
 #include "tests/support/api_protobuf.h"
+#include "tests/support/api_rbac_escalation.h"
 #include "tests/support/api_representation.h"
 #include "tests/support/api_router.h"
 #include "tests/support/api_scale.h"
@@ -123,6 +124,23 @@ void ApiHandler::set_authorizer(Authorizer authorizer, RuleResolver rules) {
   }
 }
 
+bool ApiHandler::may_escalate_anything(const UserInfo& user) const {
+  const Authorizer allowed = authorizer();
+  for (const auto& [verb, resource] :
+       std::vector<std::pair<std::string, std::string>>{{"escalate", "roles"},
+                                                        {"escalate", "clusterroles"},
+                                                        {"bind", "roles"},
+                                                        {"bind", "clusterroles"}}) {
+    RequestAttributes attributes;
+    attributes.user = user;
+    attributes.verb = verb;
+    attributes.api_group = "rbac.authorization.k8s.io";
+    attributes.resource = resource;
+    if (!allowed(attributes)) return false;
+  }
+  return true;
+}
+
 RuleResolver ApiHandler::rule_resolver() const {
   std::lock_guard lock(authorizer_mutex_);
   return rule_resolver_;
@@ -240,6 +258,18 @@ HttpServerResponse ApiHandler::handle_resource(const HttpServerRequest& request,
   if (method == "GET") return read(request, ref, options);
   if (path.is_collection() && method != "POST" && method != "DELETE") throw method_not_allowed();
   if (!path.is_collection() && method == "POST") throw method_not_allowed();
+  if (path.subresource.empty() && (method == "POST" || method == "PUT" || method == "PATCH") &&
+      is_rbac_kind(*type) && !may_escalate_anything(user)) {
+    // The object as the write would store it decides what it grants.
+    WriteOptions trial = write;
+    trial.dry_run = true;
+    const VerbResult would = method == "POST" ? verbs_.create(ref, parse_body(request), trial)
+                             : method == "PUT"
+                                 ? verbs_.update(ref, parse_body(request), trial)
+                                 : verbs_.patch(ref, media_type(request), request.body, trial,
+                                                options.force.value_or(false));
+    confirm_no_escalation(*type, would.body, user, authorizer(), rule_resolver(), store_);
+  }
   VerbResult result;
   if (method == "POST") {
     result = verbs_.create(ref, parse_body(request), write);

@@ -49,6 +49,9 @@ class ApiHandler {
                                                   const UserInfo& user) const;
   Authorizer authorizer() const;
   RuleResolver rule_resolver() const;
+  // Whether the user may escalate and bind every role cluster-wide (system:masters, any user of
+  // the default authorizer): RBAC writes then need no escalation check.
+  bool may_escalate_anything(const UserInfo& user) const;
 
   ObjectStore& store_;
   ServedResources& resources_;

@@ -7,9 +7,8 @@
 // ServiceAccount; a rule matches on verbs, apiGroups, resources ("res", "res/sub", "*",
 // "*/sub"), resourceNames, or nonResourceURLs (a trailing "*" matches any suffix).
 //
-// RBAC's escalation check (creating a Role or a binding that grants more than its author
-// holds) is not made: tests create RBAC objects as system:masters, which a real server lets
-// through that check too.
+// RBAC's escalation prevention (writing a role or binding that grants more than its author
+// holds) is api_rbac_escalation.h's.
 #pragma once
 
 #include <nlohmann/json.hpp>
