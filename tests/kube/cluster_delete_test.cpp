@@ -108,6 +108,9 @@ TEST_F(ClusterDeleteTest, ForegroundDeletionWaitsForDependents) {
                     {"metadata", {{"name", "owned"}, {"namespace", ns_}}},
                     {"data", {{"stage", "0"}}}};
   ASSERT_TRUE(set_controller_reference(dependent, owner));
+  // A foreground deletion waits for the dependents whose reference blocks it (the controller
+  // reference leaves blockOwnerDeletion unset).
+  dependent["metadata"]["ownerReferences"][0]["blockOwnerDeletion"] = true;
   // The dependent's own finalizer keeps it, and so its owner, around until the test lets go.
   add_finalizer(dependent, kHold);
   client_->create(configmaps(), ns_, dependent);
