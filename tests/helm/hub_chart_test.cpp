@@ -172,11 +172,11 @@ TEST(HubChart, TheStageServiceSelectsTheLabelledLeaderAndTheWebhooksEveryReplica
 TEST(HubChart, RbacIsExactlyTheHubTableOfTheDocs) {
   TESSEL_SKIP_WITHOUT_HELM();
   const Grants expected = expand({
-      {"*", "tessel.dev", {"trainingjobs"}, {}, {"get", "list", "watch", "update"}},
+      {"*", "tessel.dev", {"trainingjobs"}, {}, {"list", "watch", "update"}},
       {"*", "tessel.dev", {"trainingjobs/status"}, {}, {"update"}},
       {"*", "tessel.dev", {"memberclusters"}, {}, {"get", "list", "watch"}},
       {"*", "tessel.dev", {"memberclusters/status"}, {}, {"update"}},
-      {"tessel-system", "", {"secrets"}, {}, {"get", "list", "watch"}},
+      {"tessel-system", "", {"secrets"}, {}, {"list", "watch"}},
       {"*", "", {"secrets"}, {}, {"get", "create"}},
       {"*", "", {"events"}, {}, {"create", "patch"}},
       {"tessel-system", "coordination.k8s.io", {"leases"}, {}, {"get", "create", "update"}},

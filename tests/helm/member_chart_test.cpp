@@ -16,8 +16,8 @@ const std::string kExamples = std::string(TESSEL_SOURCE_DIR) + "/helm/tessel-mem
 TEST(MemberChart, OperatorRbacIsExactlyTheMemberTableOfTheDocs) {
   TESSEL_SKIP_WITHOUT_HELM();
   const Grants expected = expand({
-      {"*", "", {"nodes"}, {}, {"get", "list", "watch"}},
-      {"*", "", {"pods"}, {}, {"get", "list", "watch", "create", "delete"}},
+      {"*", "", {"nodes"}, {}, {"list", "watch"}},
+      {"*", "", {"pods"}, {}, {"list", "watch", "create", "delete"}},
       {"*", "", {"configmaps", "secrets"}, {}, {"get", "list", "create", "update", "delete"}},
   });
   const auto objects = render_objects("tessel-member");
@@ -62,8 +62,8 @@ TEST(MemberChart, JobNamespacesNarrowTheOperatorsConfigMapAndSecretGrants) {
 TEST(MemberChart, ProberRbacIsExactlyTheProberTableOfTheDocs) {
   TESSEL_SKIP_WITHOUT_HELM();
   const Grants expected = expand({
-      {"tessel-system", "", {"pods"}, {}, {"get", "list", "watch"}},
-      {"tessel-system", "", {"configmaps"}, {}, {"get", "list", "watch"}},
+      {"tessel-system", "", {"pods"}, {}, {"list", "watch"}},
+      {"tessel-system", "", {"configmaps"}, {}, {"list", "watch"}},
       {"*", "", {"nodes"}, {}, {"get", "patch"}},
   });
   const auto held =
