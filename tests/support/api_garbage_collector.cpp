@@ -296,42 +296,12 @@ bool GarbageCollector::may_give_work(const StoredEvent& change) {
 }
 
 GarbageCollector::GarbageCollector(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs)
-    : store_(store), resources_(resources), verbs_(verbs), thread_([this] { loop(); }) {}
-
-GarbageCollector::~GarbageCollector() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
+    : store_(store), resources_(resources), verbs_(verbs), pass_([this] { run_once(); }) {}
 
 void GarbageCollector::observe(const StoredEvent& change) {
-  if (!may_give_work(change)) return;
-  {
-    std::lock_guard lock(mutex_);
-    dirty_ = true;
-  }
-  wake_.notify_all();
+  if (may_give_work(change)) pass_.request();
 }
 
 bool GarbageCollector::run_once() { return Pass(store_, resources_, verbs_).run(); }
-
-void GarbageCollector::loop() {
-  std::unique_lock lock(mutex_);
-  while (true) {
-    wake_.wait(lock, [&] { return dirty_ || stopping_; });
-    if (stopping_) return;
-    dirty_ = false;
-    lock.unlock();
-    try {
-      run_once();
-    } catch (const std::exception&) {
-      // A pass that failed part way is retried on the next change that may give it work.
-    }
-    lock.lock();
-  }
-}
 
 }  // namespace tessel::testing

@@ -8,20 +8,16 @@
 // at every object), asynchronously as on a real cluster.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-
 #include "tests/support/api_resources.h"
 #include "tests/support/api_store.h"
 #include "tests/support/api_verbs.h"
+#include "tests/support/background_pass.h"
 
 namespace tessel::testing {
 
 class GarbageCollector {
  public:
   GarbageCollector(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs);
-  ~GarbageCollector();  // stops the thread
   GarbageCollector(const GarbageCollector&) = delete;
   GarbageCollector& operator=(const GarbageCollector&) = delete;
 
@@ -38,16 +34,10 @@ class GarbageCollector {
   bool run_once();
 
  private:
-  void loop();
-
   ObjectStore& store_;
   ServedResources& resources_;
   ApiVerbs& verbs_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool dirty_ = true;
-  bool stopping_ = false;
-  std::thread thread_;
+  BackgroundPass pass_;  // last: it stops before the members its passes read go
 };
 
 }  // namespace tessel::testing

@@ -40,28 +40,14 @@ TokenController::TokenController(ObjectStore& store, ServedResources& resources,
       verbs_(verbs),
       tokens_(tokens),
       ca_pem_(std::move(ca_pem)),
-      thread_([this] { loop(); }) {}
-
-TokenController::~TokenController() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
+      pass_([this] { run_once(); }) {}
 
 void TokenController::observe(const StoredEvent& change) {
   const bool secret = change.collection == CollectionKey{"", "secrets"} &&
                       (is_token_secret(change.object) || is_token_secret(change.previous));
   const bool account = change.collection == CollectionKey{"", "serviceaccounts"} &&
                        change.type != StoredEvent::Type::kModified;
-  if (!secret && !account) return;
-  {
-    std::lock_guard lock(mutex_);
-    dirty_ = true;
-  }
-  wake_.notify_all();
+  if (secret || account) pass_.request();
 }
 
 void TokenController::run_once() {
@@ -107,22 +93,6 @@ void TokenController::sync(const json& secret) {
         return true;
       },
       kManager);
-}
-
-void TokenController::loop() {
-  std::unique_lock lock(mutex_);
-  while (true) {
-    wake_.wait(lock, [&] { return dirty_ || stopping_; });
-    if (stopping_) return;
-    dirty_ = false;
-    lock.unlock();
-    try {
-      run_once();
-    } catch (const std::exception&) {
-      // A pass that failed part way is retried on the next change that may give it work.
-    }
-    lock.lock();
-  }
 }
 
 }  // namespace tessel::testing

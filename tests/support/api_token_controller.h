@@ -8,15 +8,13 @@
 // on a real cluster. (Since 1.24 no Secret is made for a ServiceAccount unasked.)
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "tests/support/api_resources.h"
 #include "tests/support/api_service_account_tokens.h"
 #include "tests/support/api_store.h"
 #include "tests/support/api_verbs.h"
+#include "tests/support/background_pass.h"
 
 namespace tessel::testing {
 
@@ -25,7 +23,6 @@ class TokenController {
   // ca_pem: what data.ca.crt holds ("" for a server without TLS).
   TokenController(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs,
                   ServiceAccountTokens& tokens, std::string ca_pem);
-  ~TokenController();  // stops the thread
   TokenController(const TokenController&) = delete;
   TokenController& operator=(const TokenController&) = delete;
 
@@ -36,7 +33,6 @@ class TokenController {
   void run_once();
 
  private:
-  void loop();
   // Fills or deletes one token Secret, as it needs.
   void sync(const nlohmann::json& secret);
 
@@ -45,11 +41,7 @@ class TokenController {
   ApiVerbs& verbs_;
   ServiceAccountTokens& tokens_;
   const std::string ca_pem_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool dirty_ = true;
-  bool stopping_ = false;
-  std::thread thread_;
+  BackgroundPass pass_;  // last: it stops before the members its passes read go
 };
 
 }  // namespace tessel::testing
