@@ -287,7 +287,7 @@ TEST(E2eOperatorProcess, TheCommandLineIsTheChartsContainerMappedOntoThisMachine
   ASSERT_EQ(line.size(), container["args"].size() + 1);
   std::string joined;
   for (const auto& arg : line) joined += arg + " ";
-  for (const std::string flag : std::vector<std::string>{
+  for (const std::string& flag : std::vector<std::string>{
            "--namespace=tessel-test-x ", "--hub-id=e2e-x ", "--watch-namespace=tessel-test-x ",
            "--member-selector=e2e.tessel.dev/run=e2e-x ", "--prober-namespace=tessel-test-x ",
            "--leader-elect=true ", "--lease-duration=6 ", "--renew-deadline=4 ",
