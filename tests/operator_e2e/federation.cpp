@@ -161,8 +161,11 @@ void Federation::remove_webhooks() {
 }
 
 std::string Federation::install_member(int index) {
-  member_charts_.at(index) = render_chart(
-      {.chart = "tessel-member", .release = release(), .namespace_ = namespace_name()});
+  member_charts_.at(index) = render_chart({.chart = "tessel-member",
+                                           .release = release(),
+                                           .namespace_ = namespace_name(),
+                                           .set_values = {},
+                                           .include_crds = false});
   apply_server_side(members_.at(index)->kubeconfig_path(),
                     work_dir_ + "/kubectl-cache-" + specs_.at(index).letter, member_charts_[index],
                     work_dir_ + "/member-chart-" + specs_.at(index).letter + ".yaml");

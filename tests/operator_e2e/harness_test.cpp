@@ -265,7 +265,8 @@ TEST(E2eOperatorProcess, TheCommandLineIsTheChartsContainerMappedOntoThisMachine
       render_chart({.chart = "tessel",
                     .release = "e2e-x",
                     .namespace_ = "tessel-test-x",
-                    .set_values = hub_chart_values("tessel-test-x", "e2e-x", false)});
+                    .set_values = hub_chart_values("tessel-test-x", "e2e-x", false),
+                    .include_crds = false});
   const json deployment = the_object(chart, "Deployment");
   const json pod = pod_from_template(deployment, "e2e-x-tessel-replica-0");
   EXPECT_EQ(pod["metadata"]["namespace"], "tessel-test-x");
@@ -313,7 +314,8 @@ TEST(E2eOperatorProcess, OnARealHubTheChartsPodsAreHeldOffEveryNode) {
         the_object(render_chart({.chart = "tessel",
                                  .release = "e2e-x",
                                  .namespace_ = "tessel-test-x",
-                                 .set_values = hub_chart_values("tessel-test-x", "e2e-x", real)}),
+                                 .set_values = hub_chart_values("tessel-test-x", "e2e-x", real),
+                                 .include_crds = false}),
                    "Deployment");
     const json selector =
         deployment.value("/spec/template/spec/nodeSelector"_json_pointer, json::object());
