@@ -338,6 +338,10 @@ TEST(E2eOperatorPod, MountPathsAreMappedOnlyAtAPathsStart) {
                             folders),
             (std::vector<std::string>{"--f=/w/b/ca.crt", "--g=/w/a/x", "/w/a", "--h=/etc/tt",
                                       "--i=x/etc/t", "--j"}));
+  // The stage pods' data root is not the operator container's path, even under one of its
+  // mounts (a checkout under /tmp, the chart's emptyDir).
+  EXPECT_EQ(map_mount_paths({"--data-root=/tmp/src/examples", "--k=/tmp/src"}, {{"/tmp", "/w/t"}}),
+            (std::vector<std::string>{"--data-root=/tmp/src/examples", "--k=/w/t/src"}));
 }
 
 TEST(E2eOperatorPod, EnvFromAnythingButTheDownwardApiIsRefusedByName) {

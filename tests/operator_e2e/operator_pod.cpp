@@ -81,6 +81,10 @@ std::vector<std::string> map_mount_paths(const std::vector<std::string>& args,
     const size_t equals = arg.find('=');
     const size_t start = arg.rfind("--", 0) == 0 && equals != std::string::npos ? equals + 1 : 0;
     std::string out = arg;
+    if (start > 0 && arg.compare(0, start, "--data-root=") == 0) {
+      mapped.push_back(out);
+      continue;
+    }
     for (const auto& [mount, folder] : longest_first) {
       if (arg.compare(start, mount.size(), mount) != 0) continue;
       const size_t end = start + mount.size();

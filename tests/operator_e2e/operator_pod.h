@@ -39,7 +39,9 @@ std::string expand_references(const std::string& text,
                               const std::map<std::string, std::string>& env);
 
 // `args` with each mount path (a key of `folders`) at the start of an arg or of its value after
-// '=' replaced by the folder it maps to (the longest mount path wins).
+// '=' replaced by the folder it maps to (the longest mount path wins). --data-root is left as it
+// is: it names a path in the stage pods, which the operator only passes on, not one of its own
+// container's (mapping it broke the e2e wherever the checkout was under the chart's /tmp mount).
 std::vector<std::string> map_mount_paths(const std::vector<std::string>& args,
                                          const std::map<std::string, std::string>& folders);
 
