@@ -16,6 +16,8 @@ std::vector<RenderedObject> render_chart(const ChartRender& render) {
   std::vector<std::string> extra;
   if (render.include_crds) extra.push_back("--include-crds");
   for (const std::string& value : render.set_values) extra.insert(extra.end(), {"--set", value});
+  for (const std::string& value : render.set_json_values)
+    extra.insert(extra.end(), {"--set-json", value});
   const ProcessResult rendered =
       helm::render(render.chart, "", extra, render.release, render.namespace_);
   if (rendered.exit_code != 0)

@@ -18,6 +18,9 @@ struct ChartRender {
   std::string namespace_;  // -n: the release namespace
   std::vector<std::string> set_values;  // each passed as --set key=value
   bool include_crds = false;            // --include-crds (the chart's crds/ folder)
+  // Each passed as --set-json key=<JSON>, after set_values: typed values --set cannot give
+  // (--set types integers and booleans only; 0.2 would be the string "0.2").
+  std::vector<std::string> set_json_values;
 };
 
 // One document `helm template` printed: its text, which is what is applied (kubectl reads YAML

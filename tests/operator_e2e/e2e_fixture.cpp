@@ -70,13 +70,13 @@ void FederationE2e::SetUp() {
   work_dir_ = unique_work_dir();
   fs::create_directories(work_dir_);
   federation_ = std::make_unique<Federation>(
-      std::vector<MemberSpec>{{"a", "eu-west"}, {"b", "us-east"}}, work_dir_);
+      std::vector<MemberSpec>{{"a", "eu-west"}, {"b", "us-east"}}, work_dir_, more_hub_values());
   federation_->install_crds();
 
   std::vector<FleetMember> members;
   for (int i = 0; i < federation_->member_count(); ++i)
     members.push_back({federation_->member_name(i), federation_->member_region(i),
-                       federation_->member(i).client(), kNodesPerMember, kGpusPerNode});
+                       federation_->member(i).client(), nodes_per_member(), kGpusPerNode});
   fleet_ = std::make_unique<GpuFleet>(std::move(members), federation_->run_id(), work_dir_,
                                       fleet_options());
   fleet_->start();
@@ -302,6 +302,18 @@ OperatorProcess& OperatorE2e::start_operator(const std::string& replica) {
   settings.log_file = pod_dir + "/operator.log";
   operators_.push_back(std::make_unique<OperatorProcess>(std::move(settings)));
   return *operators_.back();
+}
+
+OperatorProcess& OperatorE2e::restart_operator(size_t index) {
+  std::unique_ptr<OperatorProcess>& replica = operators_.at(index);
+  replica->stop(SIGKILL);
+  OperatorSettings settings = replica->settings();
+  const std::map<std::string, int> ports = replica->host_ports();
+  replica.reset();
+  // On its ports of before, as a container restarted in its pod: the stage pods dial the stage
+  // service where their job.json says, and the webhook Endpoints stay right.
+  replica = std::make_unique<OperatorProcess>(std::move(settings), ports);
+  return *replica;
 }
 
 void OperatorE2e::register_webhook(const OperatorProcess& replica) {

@@ -62,6 +62,10 @@ class FederationE2e : public ::testing::Test {
     options.stage_binary = TESSEL_STAGE_BINARY;
     return options;
   }
+  // GPU nodes per member (each of kGpusPerNode GPUs).
+  virtual int nodes_per_member() const { return kNodesPerMember; }
+  // --set-json values of helm/tessel on top of hub_chart_values() (federation.h).
+  virtual std::vector<std::string> more_hub_values() const { return {}; }
 
   // `kubectl <args>` against the hub, in the run's namespace.
   ProcessResult kubectl(const std::vector<std::string>& args);
@@ -101,6 +105,10 @@ class OperatorE2e : public FederationE2e {
   // "<deployment>-<replica>" (its identity in the Lease), its files and log under
   // <work>/<pod name>.
   OperatorProcess& start_operator(const std::string& replica);
+  // Kills operators_[index] (SIGKILL, as a crashed container) and starts its process again with
+  // the same settings and ports (the same Pod, identity and files), as the kubelet restarts a
+  // container. Returns the new process.
+  OperatorProcess& restart_operator(size_t index);
   // Points the webhook Service at this replica: its Endpoints, as the endpoints controller
   // writes them when only this replica's pod is ready. On a real hub the webhook configurations
   // are not installed: see webhook_registered().

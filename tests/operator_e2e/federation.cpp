@@ -59,7 +59,8 @@ ApiTestServerOptions rbac_server() {
 
 }  // namespace
 
-Federation::Federation(const std::vector<MemberSpec>& members, const std::string& work_dir)
+Federation::Federation(const std::vector<MemberSpec>& members, const std::string& work_dir,
+                       const std::vector<std::string>& more_hub_values)
     : specs_(members), hub_(std::make_unique<TestCluster>(rbac_server())), work_dir_(work_dir) {
   // The hub's namespace is "tessel-test-<suffix>": the run is "e2e-<suffix>".
   run_id_ = "e2e-" + hub_->namespace_name().substr(hub_->namespace_name().rfind('-') + 1);
@@ -70,7 +71,8 @@ Federation::Federation(const std::vector<MemberSpec>& members, const std::string
                     .release = release(),
                     .namespace_ = namespace_name(),
                     .set_values = hub_chart_values(namespace_name(), run_id_, hub_->is_real()),
-                    .include_crds = true});
+                    .include_crds = true,
+                    .set_json_values = more_hub_values});
   for (size_t i = 0; i < specs_.size(); ++i) {
     members_.push_back(TestCluster::member(static_cast<int>(i), namespace_name(), rbac_server()));
     member_kubectls_.push_back(
@@ -165,7 +167,8 @@ std::string Federation::install_member(int index) {
                                            .release = release(),
                                            .namespace_ = namespace_name(),
                                            .set_values = {},
-                                           .include_crds = false});
+                                           .include_crds = false,
+                                           .set_json_values = {}});
   apply_server_side(members_.at(index)->kubeconfig_path(),
                     work_dir_ + "/kubectl-cache-" + specs_.at(index).letter, member_charts_[index],
                     work_dir_ + "/member-chart-" + specs_.at(index).letter + ".yaml");

@@ -55,8 +55,11 @@ struct MemberSpec {
 class Federation {
  public:
   // Starts (or connects to) the hub and one member per spec (TestCluster::member, with the hub's
-  // namespace); kubectl's cache goes under work_dir. Throws when a cluster cannot be reached.
-  Federation(const std::vector<MemberSpec>& members, const std::string& work_dir);
+  // namespace); kubectl's cache goes under work_dir. `more_hub_values` are --set-json values of
+  // helm/tessel ("statusIntervalSeconds=0.2"), given after hub_chart_values(), so they override
+  // them. Throws when a cluster cannot be reached.
+  Federation(const std::vector<MemberSpec>& members, const std::string& work_dir,
+             const std::vector<std::string>& more_hub_values = {});
   // Deletes the MemberClusters register_members() made; the TestClusters delete their own
   // namespaces.
   ~Federation();

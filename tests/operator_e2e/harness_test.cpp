@@ -266,7 +266,8 @@ TEST(E2eOperatorProcess, TheCommandLineIsTheChartsContainerMappedOntoThisMachine
                     .release = "e2e-x",
                     .namespace_ = "tessel-test-x",
                     .set_values = hub_chart_values("tessel-test-x", "e2e-x", false),
-                    .include_crds = false});
+                    .include_crds = false,
+                    .set_json_values = {}});
   const json deployment = the_object(chart, "Deployment");
   const json pod = pod_from_template(deployment, "e2e-x-tessel-replica-0");
   EXPECT_EQ(pod["metadata"]["namespace"], "tessel-test-x");
@@ -315,7 +316,8 @@ TEST(E2eOperatorProcess, OnARealHubTheChartsPodsAreHeldOffEveryNode) {
                                  .release = "e2e-x",
                                  .namespace_ = "tessel-test-x",
                                  .set_values = hub_chart_values("tessel-test-x", "e2e-x", real),
-                                 .include_crds = false}),
+                                 .include_crds = false,
+                                 .set_json_values = {}}),
                    "Deployment");
     const json selector =
         deployment.value("/spec/template/spec/nodeSelector"_json_pointer, json::object());

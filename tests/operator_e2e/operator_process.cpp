@@ -106,8 +106,26 @@ OperatorProcess::~OperatorProcess() {
   if (pid_ > 0) stop(SIGKILL, std::chrono::seconds(5));
 }
 
+OperatorProcess::OperatorProcess(OperatorSettings settings, std::map<std::string, int> host_ports)
+    : settings_(std::move(settings)), fixed_ports_(true), host_ports_(std::move(host_ports)) {
+  const auto deadline = std::chrono::steady_clock::now() + kOperatorStartTimeout;
+  while (!launch()) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      throw std::runtime_error("tessel-operator " + settings_.identity + ": its ports were still " +
+                               "in use after " + std::to_string(kOperatorStartTimeout.count()) +
+                               " s; log " + settings_.log_file + ":\n" + tail_of(log()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+void OperatorProcess::send_signal(int signal) {
+  if (pid_ > 0) ::kill(-pid_, signal);
+}
+
 bool OperatorProcess::launch() {
-  {
+  // What this launch logs is what follows (the file is appended to across restarts).
+  const size_t logged_before = log().size();
+  if (!fixed_ports_) {
     // All held until all are picked: different ports.
     std::vector<std::unique_ptr<PickedPort>> picked;
     host_ports_.clear();
@@ -156,7 +174,8 @@ bool OperatorProcess::launch() {
   const auto deadline = std::chrono::steady_clock::now() + kOperatorStartTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (!running()) {
-      const std::string text = log();
+      const std::string all = log();
+      const std::string text = all.substr(std::min(logged_before, all.size()));
       if (text.find("in use") != std::string::npos) return false;
       throw std::runtime_error("tessel-operator " + settings_.identity + " exited with status " +
                                std::to_string(exit_status_) + " before /healthz answered; log " +

@@ -55,6 +55,10 @@ class OperatorProcess {
   // Throws std::runtime_error with the log's tail when it exits otherwise or does not answer
   // within kOperatorStartTimeout.
   explicit OperatorProcess(OperatorSettings settings);
+  // The same on these loopback ports (a container restarted in its pod keeps the pod's
+  // address): a port still held by the process before is waited for, up to
+  // kOperatorStartTimeout.
+  OperatorProcess(OperatorSettings settings, std::map<std::string, int> host_ports);
   ~OperatorProcess();  // SIGKILL to its process group, reaped
   OperatorProcess(const OperatorProcess&) = delete;
   OperatorProcess& operator=(const OperatorProcess&) = delete;
@@ -63,6 +67,8 @@ class OperatorProcess {
   // (then SIGKILL). Returns its exit status (128 + signal when a signal ended it).
   int stop(int signal, std::chrono::seconds grace = std::chrono::seconds(10));
   bool running();
+  // Sends `signal` to the operator's process group and returns at once (SIGSTOP, SIGCONT).
+  void send_signal(int signal);
 
   const OperatorSettings& settings() const { return settings_; }
   // The loopback port of each named container port (what the Endpoints of its Services name).
@@ -72,11 +78,12 @@ class OperatorProcess {
   std::string log() const;  // the whole log file
 
  private:
-  // Spawns the operator; false when it exited before /healthz answered and its log says the
-  // address was in use.
+  // Spawns the operator; false when it exited before /healthz answered and what it logged says
+  // the address was in use. Picks free ports first unless fixed_ports_.
   bool launch();
 
   OperatorSettings settings_;
+  bool fixed_ports_ = false;
   pid_t pid_ = -1;
   int exit_status_ = -1;
   std::map<std::string, int> host_ports_;
