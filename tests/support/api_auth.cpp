@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "kube/object.h"
+#include "tests/support/api_field_selector.h"
+#include "tests/support/api_label_selector.h"
 #include "tests/support/api_service_account_tokens.h"
 
 namespace tessel::testing {
@@ -31,22 +32,23 @@ bool is_public_info_path(const std::string& path) {
   return path == "/version" || path == "/version/";
 }
 
-// The name a fieldSelector requires exactly (metadata.name=x or ==x), if a valid one.
+// The name a list or watch names with fieldSelector metadata.name=x (or ==x), if valid as a
+// path segment; none when the selectors do not parse (kube-apiserver's request info then
+// treats the request as a plain list, and the list itself answers 400).
 std::string selected_name(const HttpServerRequest& request) {
   const std::optional<std::string> selector = request.query_param("fieldSelector");
   if (!selector) return "";
   try {
-    const kube::FieldSelector fields = kube::FieldSelector::parse(*selector);
-    for (const kube::FieldRequirement& term : fields.requirements()) {
-      if (term.field != "metadata.name" || !term.equals) continue;
-      const bool valid = !term.value.empty() && term.value != "." && term.value != ".." &&
-                         term.value.find_first_of("/%") == std::string::npos;
-      return valid ? term.value : "";
-    }
+    LabelSelector::parse(request.query_param("labelSelector").value_or(""));
+    const std::optional<std::string> name =
+        FieldSelector::parse(*selector).required_value("metadata.name");
+    if (!name) return "";
+    const bool valid =
+        *name != "." && *name != ".." && name->find_first_of("/%") == std::string::npos;
+    return valid ? *name : "";
   } catch (const std::invalid_argument&) {
-    // A selector that does not parse is refused by the list itself (400).
+    return "";
   }
-  return "";
 }
 
 }  // namespace

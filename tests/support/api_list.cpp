@@ -54,18 +54,16 @@ json with_identity(json object, const ResourceType& type) {
 }  // namespace
 
 ObjectFilter::ObjectFilter(const ResourceType& type, const RequestOptions& options) {
+  // kube-apiserver decodes the label selector first, then the field selector, then checks the
+  // fields against the resource's (ConvertFieldLabel, in the selector's term order).
   try {
-    labels_ = kube::LabelSelector::parse(options.label_selector);
+    labels_ = LabelSelector::parse(options.label_selector);
+    fields_ = FieldSelector::parse(options.field_selector);
   } catch (const std::invalid_argument& error) {
-    throw bad_request(std::string("unable to parse requirement: ") + error.what());
-  }
-  try {
-    fields_ = kube::FieldSelector::parse(options.field_selector);
-  } catch (const std::invalid_argument& error) {
-    throw bad_request(std::string("invalid field selector: ") + error.what());
+    throw bad_request(error.what());
   }
   const std::vector<std::string>& extra = type.extra_field_labels();
-  for (const kube::FieldRequirement& requirement : fields_.requirements()) {
+  for (const FieldRequirement& requirement : fields_.requirements()) {
     const std::string& field = requirement.field;
     if (field != "metadata.name" && field != "metadata.namespace" &&
         std::find(extra.begin(), extra.end(), field) == extra.end()) {

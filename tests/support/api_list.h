@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "kube/object.h"
+#include "tests/support/api_field_selector.h"
+#include "tests/support/api_label_selector.h"
 #include "tests/support/api_resources.h"
 #include "tests/support/api_router.h"
 #include "tests/support/api_store.h"
@@ -26,8 +27,8 @@ class ObjectFilter {
   bool empty() const { return labels_.empty() && fields_.empty(); }
 
  private:
-  kube::LabelSelector labels_;
-  kube::FieldSelector fields_;
+  LabelSelector labels_;
+  FieldSelector fields_;
 };
 
 struct ListResult {
