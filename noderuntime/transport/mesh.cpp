@@ -14,8 +14,9 @@ namespace {
 
 constexpr uint32_t kHelloMagic = 0x484C5354u;   // "TSLH"
 constexpr uint32_t kAnswerMagic = 0x414C5354u;  // "TSLA"
-constexpr uint16_t kHelloVersion = 1;
-constexpr size_t kHelloBytes = 32;
+constexpr uint16_t kHelloVersion = 2;           // 2 added stream, streams and buffer bytes
+constexpr size_t kHelloBytes = 40;
+constexpr uint64_t kMaxBufferBytes = 1u << 30;
 constexpr size_t kAnswerHeadBytes = 12;
 constexpr size_t kMaxReasonBytes = 1024;
 // How long an accepted connection may take to say hello before it is dropped, so that one
@@ -27,6 +28,9 @@ struct Hello {
   uint32_t from_rank = 0;
   uint32_t to_rank = 0;
   uint32_t world_size = 0;
+  uint16_t stream = 0;
+  uint16_t streams = 1;
+  uint32_t buffer_bytes = 0;
 };
 
 std::array<std::byte, kHelloBytes> encode_hello(const Hello& hello) {
@@ -39,6 +43,9 @@ std::array<std::byte, kHelloBytes> encode_hello(const Hello& hello) {
   w.put(hello.from_rank, 4);
   w.put(hello.to_rank, 4);
   w.put(hello.world_size, 4);
+  w.put(hello.stream, 2);
+  w.put(hello.streams, 2);
+  w.put(hello.buffer_bytes, 4);
   w.put(crc32c(std::span(out).first(kHelloBytes - 4)), 4);
   return out;
 }
@@ -57,6 +64,9 @@ Hello decode_hello(std::span<const std::byte, kHelloBytes> bytes) {
   hello.from_rank = static_cast<uint32_t>(r.get(4));
   hello.to_rank = static_cast<uint32_t>(r.get(4));
   hello.world_size = static_cast<uint32_t>(r.get(4));
+  hello.stream = static_cast<uint16_t>(r.get(2));
+  hello.streams = static_cast<uint16_t>(r.get(2));
+  hello.buffer_bytes = static_cast<uint32_t>(r.get(4));
   if (r.get(4) != crc32c(bytes.first(kHelloBytes - 4))) {
     throw TransportError("hello checksum mismatch");
   }
@@ -65,7 +75,7 @@ Hello decode_hello(std::span<const std::byte, kHelloBytes> bytes) {
 
 // Why a hello does not belong on this listener, or nullopt when it does.
 std::optional<std::string> hello_problem(const Hello& hello, const MeshOptions& options,
-                                         const std::vector<UniqueFd>& fds) {
+                                         const std::vector<MeshLink>& links) {
   const auto world = static_cast<uint32_t>(options.peers.size());
   if (hello.job_id != options.job_id) {
     return "job id " + std::to_string(hello.job_id) + " is not this job's " +
@@ -83,8 +93,26 @@ std::optional<std::string> hello_problem(const Hello& hello, const MeshOptions& 
     return "rank " + std::to_string(hello.from_rank) + " may not connect to rank " +
            std::to_string(options.rank) + " (the lower rank of a pair listens)";
   }
-  if (fds[hello.from_rank].valid()) {
-    return "rank " + std::to_string(hello.from_rank) + " is already connected";
+  const std::string from = "rank " + std::to_string(hello.from_rank);
+  if (hello.streams < 1 || hello.streams > kMaxStreamsPerLink) {
+    return from + " announced " + std::to_string(hello.streams) + " streams, outside [1, " +
+           std::to_string(kMaxStreamsPerLink) + "]";
+  }
+  if (hello.stream >= hello.streams) {
+    return from + " sent stream " + std::to_string(hello.stream) + " of a " +
+           std::to_string(hello.streams) + "-stream link";
+  }
+  if (hello.buffer_bytes > kMaxBufferBytes) {
+    return from + " asked for socket buffers of " + std::to_string(hello.buffer_bytes) +
+           " bytes, at most " + std::to_string(kMaxBufferBytes);
+  }
+  const std::vector<UniqueFd>& streams = links[hello.from_rank].streams;
+  if (!streams.empty() && streams.size() != hello.streams) {
+    return from + " announced " + std::to_string(hello.streams) + " streams, earlier " +
+           std::to_string(streams.size());
+  }
+  if (!streams.empty() && streams[hello.stream].valid()) {
+    return from + " stream " + std::to_string(hello.stream) + " is already connected";
   }
   return std::nullopt;
 }
@@ -117,6 +145,11 @@ void receive_answer(int fd, SteadyTime deadline) {
   if (status != 0) throw TransportError("handshake rejected: " + reason);
 }
 
+bool link_complete(const MeshLink& link) {
+  return !link.streams.empty() && std::all_of(link.streams.begin(), link.streams.end(),
+                                              [](const UniqueFd& fd) { return fd.valid(); });
+}
+
 void validate(const MeshOptions& options, const TcpListener& listener) {
   const int world = static_cast<int>(options.peers.size());
   if (world < 1) throw TransportError("mesh: peers is empty");
@@ -134,30 +167,58 @@ void validate(const MeshOptions& options, const TcpListener& listener) {
 
 }  // namespace
 
-std::vector<UniqueFd> establish_mesh(const MeshOptions& options, const TcpListener& listener) {
+std::vector<MeshLink> establish_mesh(const MeshOptions& options, const TcpListener& listener) {
   validate(options, listener);
   const int world = static_cast<int>(options.peers.size());
   const SteadyTime deadline = std::chrono::steady_clock::now() + options.connect_timeout;
-  std::vector<UniqueFd> fds(world);
+  std::vector<MeshLink> links(world);
 
   for (int peer = 0; peer < options.rank; ++peer) {
     const PeerAddress& address = options.peers[peer];
+    MeshLink& link = links[peer];
+    std::string where = describe_peer(peer, address);
     try {
-      UniqueFd fd = connect_until(address.host, address.port, deadline);
-      set_tcp_nodelay(fd.get());
-      const Hello hello{options.job_id, static_cast<uint32_t>(options.rank),
-                        static_cast<uint32_t>(peer), static_cast<uint32_t>(world)};
-      send_all(fd.get(), encode_hello(hello), deadline);
-      receive_answer(fd.get(), deadline);
-      fds[peer] = std::move(fd);
+      // Stream 0 is connected first: its handshake measures the round trip the plan needs.
+      UniqueFd first = connect_until(address.host, address.port, deadline);
+      link.rtt_s = tcp_rtt_seconds(first.get());
+      const double capacity = static_cast<size_t>(peer) < options.link_capacity.size()
+                                  ? options.link_capacity[peer]
+                                  : 0.0;
+      link.plan =
+          plan_link_streams(capacity, link.rtt_s, options.streams_per_link, options.buffer_limits);
+      Hello hello{options.job_id,
+                  static_cast<uint32_t>(options.rank),
+                  static_cast<uint32_t>(peer),
+                  static_cast<uint32_t>(world),
+                  0,
+                  static_cast<uint16_t>(link.plan.streams),
+                  static_cast<uint32_t>(link.plan.buffer_bytes)};
+      for (int stream = 0; stream < link.plan.streams; ++stream) {
+        if (link.plan.streams > 1) {
+          where = describe_peer(peer, address) + " stream " + std::to_string(stream) + " of " +
+                  std::to_string(link.plan.streams);
+        }
+        UniqueFd fd =
+            stream == 0 ? std::move(first) : connect_until(address.host, address.port, deadline);
+        if (link.plan.buffer_bytes) set_socket_buffers(fd.get(), link.plan.buffer_bytes);
+        set_tcp_nodelay(fd.get());
+        hello.stream = static_cast<uint16_t>(stream);
+        send_all(fd.get(), encode_hello(hello), deadline);
+        receive_answer(fd.get(), deadline);
+        link.streams.push_back(std::move(fd));
+      }
     } catch (const TransportError& e) {
-      throw TransportError(describe_peer(peer, address) + ": " + e.what());
+      throw TransportError(where + ": " + e.what());
     }
   }
 
-  int missing = world - 1 - options.rank;
+  const auto missing = [&] {
+    int count = 0;
+    for (int peer = options.rank + 1; peer < world; ++peer) count += !link_complete(links[peer]);
+    return count;
+  };
   std::string last_rejection;
-  while (missing > 0) {
+  while (missing() > 0) {
     UniqueFd fd = accept_until(listener, deadline);
     if (!fd.valid()) break;
     const SteadyTime hello_deadline =
@@ -169,27 +230,40 @@ std::vector<UniqueFd> establish_mesh(const MeshOptions& options, const TcpListen
       Hello hello;
       try {
         hello = decode_hello(bytes);
-        problem = hello_problem(hello, options, fds);
+        problem = hello_problem(hello, options, links);
       } catch (const TransportError& e) {
         problem = e.what();
       }
+      if (!problem && hello.buffer_bytes) set_socket_buffers(fd.get(), hello.buffer_bytes);
       send_answer(fd.get(), problem, hello_deadline);
       if (problem) {
         last_rejection = *problem;
         continue;
       }
       set_tcp_nodelay(fd.get());
-      fds[hello.from_rank] = std::move(fd);
-      --missing;
+      MeshLink& link = links[hello.from_rank];
+      if (link.streams.empty()) {
+        link.streams.resize(hello.streams);
+        link.plan.streams = hello.streams;
+        link.plan.buffer_bytes = hello.buffer_bytes;
+      }
+      link.streams[hello.stream] = std::move(fd);
     } catch (const TransportError& e) {
       last_rejection = std::string("a connection failed its handshake: ") + e.what();
     }
   }
-  if (missing > 0) {
+  if (missing() > 0) {
     std::string names;
     for (int peer = options.rank + 1; peer < world; ++peer) {
-      if (fds[peer].valid()) continue;
+      const MeshLink& link = links[peer];
+      if (link_complete(link)) continue;
       names += (names.empty() ? "" : ", ") + describe_peer(peer, options.peers[peer]);
+      if (!link.streams.empty()) {
+        const auto connected = std::count_if(link.streams.begin(), link.streams.end(),
+                                             [](const UniqueFd& fd) { return fd.valid(); });
+        names += " (" + std::to_string(connected) + " of its " +
+                 std::to_string(link.streams.size()) + " streams connected)";
+      }
     }
     std::string message = describe_peer(options.rank, options.peers[options.rank]) +
                           ": timed out after " + std::to_string(options.connect_timeout.count()) +
@@ -197,7 +271,7 @@ std::vector<UniqueFd> establish_mesh(const MeshOptions& options, const TcpListen
     if (!last_rejection.empty()) message += " (last rejected connection: " + last_rejection + ")";
     throw TransportError(message);
   }
-  return fds;
+  return links;
 }
 
 }  // namespace tessel::transport

@@ -10,7 +10,7 @@
 namespace tessel::transport {
 namespace {
 
-constexpr size_t kHeaderCrcOffset = 112;
+constexpr size_t kHeaderCrcOffset = kHeaderBytes - 4;
 
 std::string hex32(uint32_t value) {
   char buf[16];
@@ -24,6 +24,11 @@ void check_payload_bytes(const MessageHeader& h) {
     throw TransportError("payload bytes: " + std::to_string(h.payload_bytes) + ", but " +
                          to_string(h.info.dtype) + " " + shape_to_string(h.info.shape) + " is " +
                          std::to_string(expected_bytes));
+  }
+  if (h.piece_offset > h.payload_bytes || h.piece_bytes > h.payload_bytes - h.piece_offset) {
+    throw TransportError("piece of " + std::to_string(h.piece_bytes) + " bytes at offset " +
+                         std::to_string(h.piece_offset) + " lies outside the " +
+                         std::to_string(h.payload_bytes) + "-byte payload");
   }
 }
 
@@ -118,11 +123,16 @@ EncodedHeader encode_header(const MessageHeader& header) {
   w.put(header.info.micro_batch, 4);
   w.put(header.info.chunk, 4);
   w.put(header.info.shape.size(), 4);
-  w.put(header.payload_crc32c, 4);
+  w.put(header.piece_crc32c, 4);
   w.put(header.payload_bytes, 8);
   for (size_t d = 0; d < kMaxDims; ++d) {
     w.put(d < header.info.shape.size() ? static_cast<uint64_t>(header.info.shape[d]) : 0, 8);
   }
+  w.put(header.sequence, 8);
+  w.put(header.piece_offset, 8);
+  w.put(header.piece_bytes, 8);
+  w.put(header.stream, 2);
+  w.put(0, 2);
   w.put(crc32c(std::span(out).first(kHeaderCrcOffset)), 4);
   return out;
 }
@@ -159,7 +169,7 @@ MessageHeader decode_header(std::span<const std::byte, kHeaderBytes> bytes) {
   if (dims > kMaxDims) {
     throw TransportError("dims: " + std::to_string(dims) + ", at most " + std::to_string(kMaxDims));
   }
-  h.payload_crc32c = static_cast<uint32_t>(r.get(4));
+  h.piece_crc32c = static_cast<uint32_t>(r.get(4));
   h.payload_bytes = r.get(8);
   for (size_t d = 0; d < kMaxDims; ++d) {
     const auto dim = static_cast<int64_t>(r.get(8));
@@ -169,6 +179,13 @@ MessageHeader decode_header(std::span<const std::byte, kHeaderBytes> bytes) {
       throw TransportError("shape[" + std::to_string(d) + "]: " + std::to_string(dim) +
                            " beyond the " + std::to_string(dims) + " dims in use (must be 0)");
     }
+  }
+  h.sequence = r.get(8);
+  h.piece_offset = r.get(8);
+  h.piece_bytes = r.get(8);
+  h.stream = static_cast<uint16_t>(r.get(2));
+  if (const uint64_t reserved = r.get(2); reserved != 0) {
+    throw TransportError("reserved field: " + std::to_string(reserved) + " (must be 0)");
   }
   check_payload_bytes(h);
   return h;

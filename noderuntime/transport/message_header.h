@@ -1,12 +1,18 @@
-// The header in front of every tensor message on a connection: what the tensor is (tag, step,
-// micro-batch, chunk, dtype, shape), how many payload bytes follow and their CRC32C. Encoded
-// field by field, little-endian, into kHeaderBytes bytes (never a memcpy of a struct), with a
-// CRC32C of the header itself as the last field so that a flipped bit anywhere is caught.
+// The frame header in front of every piece of a tensor message on a connection: what the tensor
+// is (tag, step, micro-batch, chunk, dtype, shape) and its whole payload size, then which piece
+// of it follows: the message's sequence number on the link, the piece's offset and byte count,
+// the stream (connection) it travels on, and the piece's CRC32C. A link of several TCP streams
+// cuts a large message into pieces, one per stream, and the receiver reassembles them by
+// sequence and offset (tcp_peer.h); on a single stream a message is one piece. Encoded field by
+// field, little-endian, into kHeaderBytes bytes (never a memcpy of a struct), with a CRC32C of
+// the header itself as the last field so that a flipped bit anywhere is caught.
 //
-// Layout (offset: field):
+// Layout (offset: field), version 2 (version 1 had no sequence/piece/stream fields):
 //   0 magic u32 "TSLM"   4 version u16   6 tag u8   7 dtype u8   8 job id u64   16 step u64
-//   24 micro-batch u32   28 chunk u32    32 dims u32   36 payload crc32c u32
-//   40 payload bytes u64 48 shape 8 x i64 (unused dims 0)   112 header crc32c u32 (of 0..111)
+//   24 micro-batch u32   28 chunk u32    32 dims u32   36 piece crc32c u32
+//   40 payload bytes u64 48 shape 8 x i64 (unused dims 0)   112 sequence u64
+//   120 piece offset u64 128 piece bytes u64   136 stream u16   138 reserved u16 (0)
+//   140 header crc32c u32 (of 0..139)
 #pragma once
 
 #include <array>
@@ -26,8 +32,8 @@ const char* to_string(DType dtype);
 size_t dtype_size(DType dtype);
 
 constexpr uint32_t kHeaderMagic = 0x4D4C5354u;  // "TSLM" read as little-endian bytes
-constexpr uint16_t kHeaderVersion = 1;
-constexpr size_t kHeaderBytes = 116;
+constexpr uint16_t kHeaderVersion = 2;
+constexpr size_t kHeaderBytes = 144;
 constexpr size_t kMaxDims = 8;
 
 // What a message is: the sender describes its tensor with it and a receiver states what it
@@ -70,21 +76,28 @@ std::string shape_to_string(const std::vector<int64_t>& shape);
 struct MessageHeader {
   uint64_t job_id = 0;
   TensorInfo info;
-  uint64_t payload_bytes = 0;
-  uint32_t payload_crc32c = 0;
+  uint64_t payload_bytes = 0;  // of the whole message
+  // The piece this frame carries: bytes [piece_offset, piece_offset + piece_bytes) of the
+  // payload, with their CRC32C, on connection `stream` of the link; `sequence` numbers the
+  // messages of one direction of a link from 0.
+  uint64_t sequence = 0;
+  uint64_t piece_offset = 0;
+  uint64_t piece_bytes = 0;
+  uint32_t piece_crc32c = 0;
+  uint16_t stream = 0;
 
   bool operator==(const MessageHeader&) const = default;
 };
 
 using EncodedHeader = std::array<std::byte, kHeaderBytes>;
 
-// Throws TransportError when the header cannot be represented (see payload_bytes_of) or its
-// payload byte count disagrees with dtype and shape.
+// Throws TransportError when the header cannot be represented (see payload_bytes_of), its
+// payload byte count disagrees with dtype and shape, or the piece lies outside the payload.
 EncodedHeader encode_header(const MessageHeader& header);
 
 // Validates every field (magic, version, header checksum, tag, dtype, dims, shape, payload
-// byte count against dtype x shape) and throws TransportError naming the first one at fault,
-// e.g. "bad magic 0x12345678 (expected 0x4d4c5354)".
+// byte count against dtype x shape, the piece within the payload, reserved bits) and throws
+// TransportError naming the first one at fault, e.g. "bad magic 0x12345678 (expected 0x4d4c5354)".
 MessageHeader decode_header(std::span<const std::byte, kHeaderBytes> bytes);
 
 // Throws TransportError unless `got` is what a receive expecting `expected` of job

@@ -177,6 +177,25 @@ void set_tcp_nodelay(int fd) {
   }
 }
 
+void set_socket_buffers(int fd, uint64_t bytes) {
+  const int value = static_cast<int>(std::min<uint64_t>(bytes, 1u << 30));
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, sizeof value) != 0) {
+    throw TransportError("setsockopt SO_SNDBUF " + std::to_string(value) + ": " +
+                         errno_text(errno));
+  }
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, sizeof value) != 0) {
+    throw TransportError("setsockopt SO_RCVBUF " + std::to_string(value) + ": " +
+                         errno_text(errno));
+  }
+}
+
+double tcp_rtt_seconds(int fd) {
+  tcp_info info{};
+  socklen_t len = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return 0;
+  return info.tcpi_rtt / 1e6;
+}
+
 void send_all(int fd, std::span<const std::byte> bytes, SteadyTime deadline) {
   while (!bytes.empty()) {
     const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);

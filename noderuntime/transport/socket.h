@@ -64,6 +64,14 @@ UniqueFd accept_until(const TcpListener& listener, SteadyTime deadline);
 // Disables Nagle's algorithm: a header must not wait for the payload's ACK.
 void set_tcp_nodelay(int fd);
 
+// Sets SO_SNDBUF and SO_RCVBUF to `bytes` each (Linux grants twice the value, within
+// net.core.wmem_max / rmem_max, and stops autotuning the socket). Throws TransportError.
+void set_socket_buffers(int fd, uint64_t bytes);
+
+// The kernel's smoothed round-trip estimate of a connected TCP socket (TCP_INFO), in seconds;
+// 0 when it has none. Right after connect it is the handshake's round trip.
+double tcp_rtt_seconds(int fd);
+
 // Write / read exactly `bytes` before `deadline` or throw TransportError: "connection closed",
 // "timed out sending" / "timed out receiving", or the system error.
 void send_all(int fd, std::span<const std::byte> bytes, SteadyTime deadline);

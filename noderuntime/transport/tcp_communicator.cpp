@@ -1,5 +1,7 @@
 #include "noderuntime/transport/tcp_communicator.h"
 
+#include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "noderuntime/transport/direct_all_reduce.h"
@@ -24,10 +26,53 @@ void validate(const TcpOptions& options) {
   } catch (const TransportError& e) {
     throw TransportError(std::string("tcp communicator: ") + e.what());
   }
+  if (options.streams_per_link < 0 || options.streams_per_link > kMaxStreamsPerLink) {
+    throw TransportError("tcp communicator: streams_per_link " +
+                         std::to_string(options.streams_per_link) + " outside [0, " +
+                         std::to_string(kMaxStreamsPerLink) + "] (0 chooses per link)");
+  }
+  if (!options.link_capacity.empty() &&
+      options.link_capacity.size() != static_cast<size_t>(world)) {
+    throw TransportError("tcp communicator: link_capacity has " +
+                         std::to_string(options.link_capacity.size()) + " entries, peers has " +
+                         std::to_string(world));
+  }
+  for (size_t p = 0; p < options.link_capacity.size(); ++p) {
+    const double capacity = options.link_capacity[p];
+    if (!std::isfinite(capacity) || capacity < 0) {
+      throw TransportError("tcp communicator: link_capacity[" + std::to_string(p) + "] " +
+                           std::to_string(capacity) + " must be finite and >= 0");
+    }
+  }
+  if (options.min_piece_bytes == 0) {
+    throw TransportError("tcp communicator: min_piece_bytes must be positive");
+  }
   if (options.links && options.links->ranks() != world) {
     throw TransportError("tcp communicator: links has " + std::to_string(options.links->ranks()) +
                          " ranks, peers has " + std::to_string(world));
   }
+}
+
+// One line on the link's streams, when there is something to say.
+std::optional<std::string> plan_line(int rank, const std::string& peer, const MeshLink& link,
+                                     bool connected_here) {
+  if (link.plan.streams == 1 && link.plan.capped_by.empty()) return std::nullopt;
+  std::string line = "tessel transport: rank " + std::to_string(rank) + ": link to " + peer + ": " +
+                     describe(link.plan);
+  if (connected_here) {
+    char rtt[48];
+    std::snprintf(rtt, sizeof rtt, ", measured RTT %.1f ms", link.rtt_s * 1e3);
+    line += rtt;
+    if (!link.plan.capped_by.empty() && link.plan.window_bound_bytes_per_s > 0) {
+      char bound[96];
+      std::snprintf(bound, sizeof bound, "; the streams carry at most %.0f Mbit/s",
+                    link.plan.window_bound_bytes_per_s * 8 / 1e6);
+      line += bound;
+    }
+  } else {
+    line += " (chosen by the peer)";
+  }
+  return line;
 }
 
 }  // namespace
@@ -35,16 +80,38 @@ void validate(const TcpOptions& options) {
 TcpCommunicator::TcpCommunicator(TcpOptions options, const TcpListener& listener)
     : options_(std::move(options)) {
   validate(options_);
-  const MeshOptions mesh{options_.job_id, options_.rank, options_.peers, options_.connect_timeout};
-  std::vector<UniqueFd> sockets = establish_mesh(mesh, listener);
+  const MeshOptions mesh{options_.job_id,
+                         options_.rank,
+                         options_.peers,
+                         options_.connect_timeout,
+                         options_.streams_per_link,
+                         options_.link_capacity,
+                         options_.buffer_limits.value_or(read_socket_buffer_limits())};
+  std::vector<MeshLink> links = establish_mesh(mesh, listener);
   peers_.resize(options_.peers.size());
   for (int p = 0; p < size(); ++p) {
     if (p == rank()) continue;
-    TcpPeerOptions peer_options{options_.job_id, describe_peer(p, options_.peers[p]),
+    const std::string name = describe_peer(p, options_.peers[p]);
+    if (auto line = plan_line(rank(), name, links[p], p < rank())) {
+      if (options_.log) {
+        options_.log(*line);
+      } else {
+        std::fprintf(stderr, "%s\n", line->c_str());
+      }
+    }
+    TcpPeerOptions peer_options{options_.job_id,
+                                name,
                                 options_.links ? options_.links->shape(rank(), p) : LinkShape{},
-                                options_.burst_bytes, options_.io_timeout};
-    peers_[p] = std::make_unique<TcpPeer>(std::move(sockets[p]), std::move(peer_options));
+                                options_.burst_bytes,
+                                options_.io_timeout,
+                                options_.min_piece_bytes};
+    peers_[p] = std::make_unique<TcpPeer>(std::move(links[p].streams), std::move(peer_options));
   }
+}
+
+int TcpCommunicator::streams_to(int peer) const {
+  if (peer < 0 || peer >= size() || !peers_[peer]) return 0;
+  return peers_[peer]->streams();
 }
 
 TcpCommunicator::~TcpCommunicator() { close(); }

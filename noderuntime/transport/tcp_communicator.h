@@ -1,5 +1,7 @@
-// The TCP backend of Communicator: a full mesh of TCP connections set up at start (mesh.h), one
-// TcpPeer (a sender and a receiver thread) per peer, every outgoing link optionally shaped by
+// The TCP backend of Communicator: a full mesh of links set up at start (mesh.h), each of one or
+// more TCP streams (stream_plan.h: a long fat link gets several, its socket buffers sized from
+// its bandwidth-delay product), one TcpPeer (a sender and a receiver thread per stream) per
+// peer, every outgoing link optionally shaped by
 // the link emulator, and the all-reduce (ring_allreduce.h; direct_all_reduce.h for buffers up
 // to RingOptions::direct_max_bytes) run by one collective thread per group, in call order, like the
 // collectives of one NCCL communicator on its own stream: the all-reduces of different groups (a
@@ -19,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,6 +30,7 @@
 #include "noderuntime/transport/peer_address.h"
 #include "noderuntime/transport/ring_allreduce.h"
 #include "noderuntime/transport/socket.h"
+#include "noderuntime/transport/stream_plan.h"
 #include "noderuntime/transport/tcp_peer.h"
 
 namespace tessel::transport {
@@ -42,6 +46,19 @@ struct TcpOptions {
   std::optional<LinkEmulator> links;  // shapes of the links; nullopt: unshaped
   size_t burst_bytes = kDefaultBurstBytes;
   RingOptions ring;  // the same on every rank
+  // TCP streams per peer link (the connecting, higher rank of a pair decides; issue 20): 0
+  // chooses per link from link_capacity and the round trip the kernel measured while
+  // connecting (plan_link_streams); 1..kMaxStreamsPerLink applies to every link.
+  int streams_per_link = 0;
+  // Each peer's link capacity in bytes/s, index = rank (e.g. the topology's bandwidth); empty
+  // or 0: unknown, and a link whose streams are not configured gets one.
+  std::vector<double> link_capacity;
+  // The limits the plans respect; default: read from /proc/sys/net/core when connecting.
+  std::optional<SocketBufferLimits> buffer_limits;
+  size_t min_piece_bytes = kDefaultMinPieceBytes;  // see tcp_peer.h
+  // Told one line per link of several streams or whose buffers the system caps; default: a
+  // line on stderr.
+  std::function<void(const std::string&)> log;
 };
 
 class TcpCommunicator final : public Communicator {
@@ -52,6 +69,8 @@ class TcpCommunicator final : public Communicator {
   ~TcpCommunicator() override;
 
   int rank() const override { return options_.rank; }
+  // The streams of the link to `peer` (0 at this rank).
+  int streams_to(int peer) const;
   int size() const override { return static_cast<int>(options_.peers.size()); }
   // Throw TransportError at once for a peer out of range or equal to rank(), or a buffer whose
   // size is not payload_bytes_of(info).

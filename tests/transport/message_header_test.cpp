@@ -1,5 +1,5 @@
-// The tensor message header: round trips, the exact little-endian layout, and every kind of
-// corruption or mismatch rejected with a message naming the field.
+// The tensor message (frame) header, version 2: round trips, the exact little-endian layout, and
+// every kind of corruption or mismatch rejected with a message naming the field.
 #include "noderuntime/transport/message_header.h"
 
 #include <gtest/gtest.h>
@@ -20,7 +20,11 @@ MessageHeader sample_header() {
   h.job_id = 0x0102030405060708ull;
   h.info = TensorInfo{Tag::kGradient, 0x1122334455667788ull, 7, 3, DType::kBF16, {8, 1024, 768}};
   h.payload_bytes = 8 * 1024 * 768 * 2;
-  h.payload_crc32c = 0xCAFEBABEu;
+  h.sequence = 0x2122232425262728ull;
+  h.piece_offset = 4096;
+  h.piece_bytes = 1 << 20;
+  h.piece_crc32c = 0xCAFEBABEu;
+  h.stream = 0x0305;
   return h;
 }
 
@@ -38,7 +42,7 @@ std::string decode_error(const EncodedHeader& bytes) {
 // check can catch it.
 EncodedHeader with_field(EncodedHeader bytes, size_t offset, uint64_t value, size_t width) {
   LittleEndianWriter(std::span(bytes).subspan(offset, width)).put(value, width);
-  LittleEndianWriter(std::span(bytes).subspan(112, 4)).put(crc32c(std::span(bytes).first(112)), 4);
+  LittleEndianWriter(std::span(bytes).subspan(140, 4)).put(crc32c(std::span(bytes).first(140)), 4);
   return bytes;
 }
 
@@ -61,7 +65,10 @@ TEST(MessageHeader, RoundTripsEveryTagDtypeAndRank) {
         h.info = TensorInfo{tag, dims,  static_cast<uint32_t>(dims),
                             1,   dtype, std::vector<int64_t>(dims, 2)};
         h.payload_bytes = dtype_size(dtype) << dims;
-        h.payload_crc32c = static_cast<uint32_t>(dims);
+        h.piece_crc32c = static_cast<uint32_t>(dims);
+        h.sequence = dims;
+        h.piece_bytes = h.payload_bytes;
+        h.stream = static_cast<uint16_t>(dims);
         ASSERT_EQ(decode_header(encode_header(h)), h) << to_string(tag) << " " << to_string(dtype);
       }
     }
@@ -74,7 +81,8 @@ TEST(MessageHeader, IsLittleEndianAtFixedOffsets) {
   EXPECT_EQ(std::string({static_cast<char>(u(0)), static_cast<char>(u(1)), static_cast<char>(u(2)),
                          static_cast<char>(u(3))}),
             "TSLM");
-  EXPECT_EQ(u(4), 1u);  // version
+  EXPECT_EQ(kHeaderBytes, 144u);
+  EXPECT_EQ(u(4), 2u);  // version
   EXPECT_EQ(u(5), 0u);
   EXPECT_EQ(u(6), static_cast<unsigned>(Tag::kGradient));
   EXPECT_EQ(u(7), static_cast<unsigned>(DType::kBF16));
@@ -85,10 +93,19 @@ TEST(MessageHeader, IsLittleEndianAtFixedOffsets) {
   EXPECT_EQ(u(24), 7u);     // micro-batch
   EXPECT_EQ(u(28), 3u);     // chunk
   EXPECT_EQ(u(32), 3u);     // dims
-  EXPECT_EQ(u(36), 0xBEu);  // payload crc
+  EXPECT_EQ(u(36), 0xBEu);  // piece crc
   EXPECT_EQ(u(48), 8u);     // shape[0]
   EXPECT_EQ(u(56), 0x00u);  // shape[1] = 1024 = 0x400
   EXPECT_EQ(u(57), 0x04u);
+  EXPECT_EQ(u(112), 0x28u);  // sequence
+  EXPECT_EQ(u(119), 0x21u);
+  EXPECT_EQ(u(120), 0x00u);  // piece offset 4096 = 0x1000
+  EXPECT_EQ(u(121), 0x10u);
+  EXPECT_EQ(u(130), 0x10u);  // piece bytes 1 MiB = 0x100000
+  EXPECT_EQ(u(136), 0x05u);  // stream
+  EXPECT_EQ(u(137), 0x03u);
+  EXPECT_EQ(u(138), 0u);  // reserved
+  EXPECT_EQ(u(139), 0u);
 }
 
 TEST(MessageHeader, DetectsEverySingleBitFlip) {
@@ -112,7 +129,8 @@ TEST(MessageHeader, NamesTheBadFieldBehindAValidChecksum) {
   const EncodedHeader clean = encode_header(sample_header());
   EXPECT_TRUE(Contains(decode_error(with_field(clean, 0, 0x12345678, 4)),
                        "bad magic 0x12345678 (expected 0x4d4c5354)"));
-  EXPECT_TRUE(Contains(decode_error(with_field(clean, 4, 2, 2)), "unsupported header version 2"));
+  EXPECT_TRUE(Contains(decode_error(with_field(clean, 4, 1, 2)),
+                       "unsupported header version 1 (expected 2)"));
   EXPECT_TRUE(Contains(decode_error(with_field(clean, 6, 9, 1)), "tag: unknown value 9"));
   EXPECT_TRUE(Contains(decode_error(with_field(clean, 7, 0, 1)), "dtype: unknown value 0"));
   EXPECT_TRUE(Contains(decode_error(with_field(clean, 32, 9, 4)), "dims: 9, at most 8"));
@@ -123,11 +141,21 @@ TEST(MessageHeader, NamesTheBadFieldBehindAValidChecksum) {
   EXPECT_TRUE(Contains(decode_error(with_field(clean, 40, 12, 8)),
                        "payload bytes: 12, but bf16 [8, 1024, 768] is 12582912"));
   EXPECT_TRUE(Contains(decode_error(with_field(clean, 48, 1ull << 62, 8)), "overflows"));
+  EXPECT_TRUE(Contains(decode_error(with_field(clean, 120, 12582912 - 100, 8)),
+                       "piece of 1048576 bytes at offset 12582812 lies outside the 12582912-byte "
+                       "payload"));
+  EXPECT_TRUE(Contains(decode_error(with_field(clean, 128, ~0ull, 8)), "lies outside"));
+  EXPECT_TRUE(Contains(decode_error(with_field(clean, 120, ~0ull, 8)), "lies outside"));
+  EXPECT_TRUE(
+      Contains(decode_error(with_field(clean, 138, 1, 2)), "reserved field: 1 (must be 0)"));
 }
 
 TEST(MessageHeader, EncodeRejectsWhatCannotBeSent) {
   MessageHeader h = sample_header();
   h.payload_bytes = 5;
+  EXPECT_THROW(encode_header(h), TransportError);
+  h = sample_header();
+  h.piece_offset = h.payload_bytes;  // a piece past the end
   EXPECT_THROW(encode_header(h), TransportError);
   h = sample_header();
   h.info.shape.assign(9, 1);

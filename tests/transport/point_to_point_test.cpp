@@ -254,11 +254,14 @@ TEST(PointToPoint, InvalidArgumentsThrowAtOnce) {
 struct RawMesh {
   std::unique_ptr<TcpCommunicator> comm;
   UniqueFd raw;
+  uint64_t next_sequence = 0;
 
   void write(std::span<const std::byte> data) {
     send_all(raw.get(), data, std::chrono::steady_clock::now() + 5s);
   }
-  void write_message(const MessageHeader& header, const std::vector<float>& payload) {
+  // Writes one whole-message frame, numbered as the link's next message.
+  void write_message(MessageHeader header, const std::vector<float>& payload) {
+    header.sequence = next_sequence++;
     write(encode_header(header));
     write(bytes(payload));
   }
@@ -272,23 +275,27 @@ RawMesh make_raw_mesh(std::chrono::milliseconds io_timeout = 10s) {
     options.io_timeout = io_timeout;
     mesh.comm = std::make_unique<TcpCommunicator>(options, addresses.listeners[0]);
   });
-  std::vector<UniqueFd> fds =
+  std::vector<MeshLink> links =
       establish_mesh(MeshOptions{kJob, 1, addresses.peers, 10s}, addresses.listeners[1]);
   listener_side.join();
-  mesh.raw = std::move(fds[0]);
+  mesh.raw = std::move(links[0].streams.at(0));
   return mesh;
 }
 
+// The frame of a whole message (one piece); write_message numbers it.
 MessageHeader header_for(const std::vector<float>& payload, uint64_t step) {
-  return MessageHeader{kJob, f32_info(Tag::kActivation, step, 0, payload.size()),
-                       payload.size() * sizeof(float), crc32c(bytes(payload))};
+  MessageHeader header{kJob, f32_info(Tag::kActivation, step, 0, payload.size()),
+                       payload.size() * sizeof(float)};
+  header.piece_bytes = header.payload_bytes;
+  header.piece_crc32c = crc32c(bytes(payload));
+  return header;
 }
 
 TEST(RawPeer, APayloadChecksumMismatchFailsThatReceive) {
   RawMesh mesh = make_raw_mesh();
   const auto payload = pattern(256, 1);
   MessageHeader bad = header_for(payload, 0);
-  bad.payload_crc32c ^= 1;
+  bad.piece_crc32c ^= 1;
   std::vector<float> got(256);
   Request early = mesh.comm->irecv(1, bad.info, bytes(got));
   mesh.write_message(bad, payload);
