@@ -52,7 +52,9 @@ std::string rank_label(const StageRuntime& runtime) {
          " replica " + std::to_string(runtime.replica()) + ")";
 }
 
-// What a rank file says about the rank that wrote it; loading compares these with the reader.
+// What a rank file says about the rank that wrote it: loading requires the same format and
+// stage (check_same_job the rest); replica, replicas, micro_batch and micro_batches say what
+// wrote it (a job of another width may resume from it).
 std::map<std::string, std::string> identity(const StageRuntime& runtime) {
   const PipelineLayout& layout = runtime.layout();
   return {{"format", kCheckpointFormat},
@@ -65,6 +67,57 @@ std::map<std::string, std::string> identity(const StageRuntime& runtime) {
           {"layer_split", join(layout.layer_split)},
           {"micro_batch", std::to_string(runtime.options().micro_batch)},
           {"micro_batches", std::to_string(runtime.options().micro_batches)}};
+}
+
+// What wrote a checkpoint, as far as resuming depends on it.
+struct WriterShape {
+  int stages = 0;
+  int replicas = 0;
+  int chunks = 0;
+  std::string layer_split;  // "2,2"
+  int micro_batch = 0;
+  int micro_batches = 0;
+  int64_t global_batch() const { return int64_t{replicas} * micro_batches * micro_batch; }
+};
+
+WriterShape shape_of(const StageRuntime& runtime) {
+  const PipelineLayout& layout = runtime.layout();
+  return {layout.stages,
+          layout.replicas,
+          layout.chunks,
+          join(layout.layer_split),
+          runtime.options().micro_batch,
+          runtime.options().micro_batches};
+}
+
+std::string split_text(const WriterShape& w) {
+  return std::to_string(w.stages) + " stages x " + std::to_string(w.chunks) +
+         " chunks, layer split " + w.layer_split;
+}
+
+std::string batch_text(const WriterShape& w) {
+  return std::to_string(w.global_batch()) + " sequences (" + std::to_string(w.replicas) +
+         " replicas x " + std::to_string(w.micro_batches) + " micro-batches of " +
+         std::to_string(w.micro_batch) + ")";
+}
+
+// A checkpoint resumes a job of the same stages, chunks and layer split, and the same global
+// batch (its data position counts global sequences); the number of replicas may differ.
+void check_same_job(const WriterShape& writer, const std::string& source,
+                    const StageRuntime& runtime) {
+  const WriterShape job = shape_of(runtime);
+  if (writer.stages != job.stages || writer.chunks != job.chunks ||
+      writer.layer_split != job.layer_split) {
+    throw CheckpointMismatch(source + ": written by a job of " + split_text(writer) +
+                             "; this job has " + split_text(job) +
+                             ": a checkpoint resumes only the same stages and layer split (the "
+                             "number of replicas may differ)");
+  }
+  if (writer.global_batch() != job.global_batch()) {
+    throw CheckpointMismatch(source + ": written with a global batch of " + batch_text(writer) +
+                             "; this job's is " + batch_text(job) +
+                             ": a checkpoint resumes only the same global batch");
+  }
 }
 
 std::string old_format_message(const std::string& source) {
@@ -149,8 +202,13 @@ struct Manifest {
   int64_t step = 0;
   int64_t data_position = 0;
   uint64_t seed = 0;
-  int world_size = 0;
+  int world_size = 0;                 // of the job that wrote it
+  std::optional<WriterShape> layout;  // absent in manifests written before it was added
   std::vector<ManifestEntry> files;
+
+  StateFacts facts(const ManifestEntry& entry) const {
+    return {step, data_position, seed, entry.bytes, entry.crc, entry.stage, entry.replica};
+  }
 };
 
 std::string relative_rank_file(int64_t step, int rank) {
@@ -206,6 +264,32 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
   }
   m.seed = seed.get<uint64_t>();
   m.world_size = static_cast<int>(integer(j, "world_size", "", std::numeric_limits<int>::max()));
+  if (j.contains("layout")) {
+    const nlohmann::json& layout = j["layout"];
+    if (!layout.is_object()) throw CheckpointError(path + ": layout: not an object");
+    constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+    WriterShape w;
+    w.stages = static_cast<int>(integer(layout, "stages", "layout.", kIntMax));
+    w.replicas = static_cast<int>(integer(layout, "replicas", "layout.", kIntMax));
+    w.chunks = static_cast<int>(integer(layout, "chunks", "layout.", kIntMax));
+    const nlohmann::json& split = field(layout, "layer_split", "layout.");
+    if (!split.is_array()) {
+      throw CheckpointError(path + ": layout.layer_split: expected an array, got " + split.dump());
+    }
+    std::vector<int> layers;
+    for (size_t i = 0; i < split.size(); ++i) {
+      if (!split[i].is_number_integer() || split[i].get<int64_t>() < 1 ||
+          split[i].get<int64_t>() > kIntMax) {
+        throw CheckpointError(path + ": layout.layer_split[" + std::to_string(i) +
+                              "]: expected a positive integer, got " + split[i].dump());
+      }
+      layers.push_back(split[i].get<int>());
+    }
+    w.layer_split = join(layers);
+    w.micro_batch = static_cast<int>(integer(layout, "micro_batch", "layout.", kIntMax));
+    w.micro_batches = static_cast<int>(integer(layout, "micro_batches", "layout.", kIntMax));
+    m.layout = w;
+  }
   const nlohmann::json& files = field(j, "files", "");
   if (!files.is_array() || files.size() != static_cast<size_t>(m.world_size)) {
     throw CheckpointError(path + ": files: expected one entry per rank (" +
@@ -255,7 +339,7 @@ std::pair<uint64_t, uint32_t> get_pieces(const float* in) {
   return {bytes, crc};
 }
 
-std::vector<std::byte> read_rank_file(const std::string& path, const ManifestEntry& entry,
+std::vector<std::byte> read_rank_file(const std::string& path, uint64_t expected_bytes,
                                       const std::string& manifest_path, uint64_t max_bytes) {
   std::error_code error;
   const uintmax_t size = fs::file_size(path, error);
@@ -265,9 +349,9 @@ std::vector<std::byte> read_rank_file(const std::string& path, const ManifestEnt
                                ? "missing (" + manifest_path + " lists it)"
                                : "cannot read: " + error.message()));
   }
-  if (size != entry.bytes) {
+  if (size != expected_bytes) {
     throw CheckpointError(path + ": " + std::to_string(size) + " bytes, " + manifest_path +
-                          " says " + std::to_string(entry.bytes) +
+                          " says " + std::to_string(expected_bytes) +
                           " (truncated, extended or replaced after it was written)");
   }
   if (size > max_bytes) {
@@ -292,9 +376,8 @@ std::string metadata_value(const SafetensorsFile& file, const std::string& key,
 
 // Checks the file's checksums and the fields the manifest repeats; errors name path and the
 // tensor or entry.
-void verify_rank_file(const SafetensorsFile& file, uint32_t file_crc, const Manifest& manifest,
-                      const ManifestEntry& entry, const std::string& path,
-                      const std::string& manifest_path) {
+void verify_rank_file(const SafetensorsFile& file, uint32_t file_crc, const StateFacts& facts,
+                      const std::string& path, const std::string& manifest_path) {
   const std::string format = metadata_value(file, "format", path);
   if (format == kOldFormat) throw CheckpointError(old_format_message(path));
   if (format != kCheckpointFormat) {
@@ -302,9 +385,9 @@ void verify_rank_file(const SafetensorsFile& file, uint32_t file_crc, const Mani
                           kCheckpointFormat + "'");
   }
   const std::pair<const char*, std::string> repeated[] = {
-      {"step", std::to_string(manifest.step)},
-      {"data_position", std::to_string(manifest.data_position)},
-      {"seed", std::to_string(manifest.seed)}};
+      {"step", std::to_string(facts.step)},
+      {"data_position", std::to_string(facts.data_position)},
+      {"seed", std::to_string(facts.seed)}};
   for (const auto& [key, expected] : repeated) {
     const std::string value = metadata_value(file, key, path);
     if (value != expected) {
@@ -343,14 +426,122 @@ void verify_rank_file(const SafetensorsFile& file, uint32_t file_crc, const Mani
                             key.substr(std::strlen(kTensorCrcPrefix)) + "'");
     }
   }
-  if (file_crc != entry.crc) {
+  if (file_crc != facts.crc32c) {
     throw CheckpointError(path + ": checksum mismatch with " + manifest_path + " (crc32c " +
-                          crc_hex(file_crc) + ", the manifest says " + crc_hex(entry.crc) +
+                          crc_hex(file_crc) + ", the manifest says " + crc_hex(facts.crc32c) +
                           "): the file changed after it was written");
   }
 }
 
+int metadata_int(const SafetensorsFile& file, const std::string& key, const std::string& path) {
+  const std::string value = metadata_value(file, key, path);
+  if (value.empty() || value.size() > 9 ||
+      value.find_first_not_of("0123456789") != std::string::npos) {
+    throw CheckpointError(path + ": metadata '" + key + "' is '" + value +
+                          "', expected a non-negative integer");
+  }
+  return std::stoi(value);
+}
+
+// A rank file's values, every check passed, and where each goes in the runtime.
+struct VerifiedState {
+  struct Copy {
+    size_t chunk = 0;
+    int64_t offset = 0;
+    int part = 0;  // 0 parameters, 1 first moment, 2 second moment
+    std::vector<float> values;
+  };
+  std::vector<Copy> copies;
+  int64_t step = 0;
+  int64_t data_position = 0;
+};
+
+// Every check load_checkpoint makes of one rank file's bytes; reads nothing into the runtime.
+VerifiedState verified_state(const std::vector<std::byte>& bytes, const StateFacts& facts,
+                             const std::string& path, const std::string& manifest_path,
+                             const StageRuntime& runtime) {
+  const uint32_t file_crc = transport::crc32c(bytes);
+  const SafetensorsFile file = decode_safetensors(bytes, path);
+  verify_rank_file(file, file_crc, facts, path, manifest_path);
+  const std::map<std::string, std::string> ours = identity(runtime);
+  const std::string model = metadata_value(file, "model", path);
+  if (model != ours.at("model")) {
+    throw CheckpointMismatch(path + ": metadata 'model' is '" + model + "', this job's is '" +
+                             ours.at("model") + "'");
+  }
+  WriterShape writer;
+  writer.stages = metadata_int(file, "stages", path);
+  writer.replicas = metadata_int(file, "replicas", path);
+  writer.chunks = metadata_int(file, "chunks", path);
+  writer.layer_split = metadata_value(file, "layer_split", path);
+  writer.micro_batch = metadata_int(file, "micro_batch", path);
+  writer.micro_batches = metadata_int(file, "micro_batches", path);
+  check_same_job(writer, path, runtime);
+  const std::string stage = metadata_value(file, "stage", path);
+  if (stage != ours.at("stage")) {
+    throw CheckpointError(path + ": metadata 'stage' is '" + stage + "', this rank has '" +
+                          ours.at("stage") + "'");
+  }
+  // The replica the manifest lists the file as (this rank's own, or a peer's of its stage).
+  const std::string replica = metadata_value(file, "replica", path);
+  if (replica != std::to_string(facts.replica)) {
+    throw CheckpointError(path + ": metadata 'replica' is '" + replica + "', " +
+                          (facts.replica == runtime.replica() && facts.stage == runtime.stage()
+                               ? "this rank has '"
+                               : manifest_path + " lists it as '") +
+                          std::to_string(facts.replica) + "'");
+  }
+  VerifiedState state;
+  state.step = facts.step;
+  state.data_position = facts.data_position;
+  std::set<std::string> expected_names;
+  for (size_t c = 0; c < runtime.chunks().size(); ++c) {
+    for (const ParameterTensor& t : runtime.chunks()[c]->model.layout().tensors()) {
+      const std::string names[] = {t.name, t.name + ".adam_m", t.name + ".adam_v"};
+      for (int part = 0; part < 3; ++part) {
+        const std::string& name = names[part];
+        std::vector<float> values = file.f32(name, t.shape, path);
+        if (const auto bad = first_non_finite(values)) {
+          throw CheckpointError(path + ": tensor '" + name + "' holds " + value_text(values[*bad]) +
+                                " at element " + std::to_string(*bad) +
+                                " (its checksum matches: the run that wrote it had this state); "
+                                "not resuming from a state that is not finite");
+        }
+        state.copies.push_back({c, t.offset, part, std::move(values)});
+        expected_names.insert(name);
+      }
+    }
+  }
+  for (const auto& [name, tensor] : file.tensors) {
+    if (!expected_names.count(name)) {
+      throw CheckpointError(path + ": tensor '" + name + "' does not belong to stage " +
+                            std::to_string(runtime.stage()));
+    }
+  }
+  return state;
+}
+
+void apply_state(const VerifiedState& state, StageRuntime& runtime) {
+  std::vector<HostState> hosts;
+  for (auto& chunk : runtime.chunks()) hosts.push_back(chunk->model.state_for_writing());
+  for (const VerifiedState::Copy& c : state.copies) {
+    const HostState& host = hosts[c.chunk];
+    float* const parts[] = {host.params, host.m, host.v};
+    std::copy(c.values.begin(), c.values.end(), parts[c.part] + c.offset);
+  }
+  for (auto& chunk : runtime.chunks()) chunk->model.state_written();
+  runtime.set_position(state.step, state.data_position);
+}
+
 }  // namespace
+
+uint64_t max_state_bytes(const StageRuntime& runtime) {
+  uint64_t tensor_bytes = 0;
+  for (const auto& chunk : runtime.chunks()) {
+    tensor_bytes += 3 * sizeof(float) * static_cast<uint64_t>(chunk->model.layout().total());
+  }
+  return tensor_bytes + kMaxHeaderBytes;
+}
 
 std::string crc_hex(uint32_t crc) {
   char text[9];
@@ -474,8 +665,15 @@ void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
                            {"data_position", runtime.data_position()},
                            {"seed", runtime.options().seed},
                            {"world_size", comm.size()},
+                           {"layout", ordered_json::object()},
                            {"files", ordered_json::array()}};
   const PipelineLayout& layout = runtime.layout();
+  manifest["layout"] = {{"stages", layout.stages},
+                        {"replicas", layout.replicas},
+                        {"chunks", layout.chunks},
+                        {"layer_split", layout.layer_split},
+                        {"micro_batch", runtime.options().micro_batch},
+                        {"micro_batches", runtime.options().micro_batches}};
   for (int rank = 0; rank < comm.size(); ++rank) {
     const auto tasklet = layout.tasklet_of(rank);
     const auto [size, crc] = get_pieces(&pieces[static_cast<size_t>(rank) * kPiecesPerRank]);
@@ -564,6 +762,18 @@ std::optional<int64_t> latest_checkpoint(const std::string& dir) {
   return manifest.step;
 }
 
+void load_state(const std::vector<std::byte>& bytes, const StateFacts& facts,
+                const std::string& source, const std::string& facts_source, StageRuntime& runtime) {
+  apply_state(verified_state(bytes, facts, source, facts_source, runtime), runtime);
+}
+
+std::vector<std::byte> read_stored_state(const StoredState& state, const StageRuntime& runtime) {
+  std::vector<std::byte> bytes =
+      read_rank_file(state.path, state.facts.bytes, state.manifest_path, max_state_bytes(runtime));
+  verified_state(bytes, state.facts, state.path, state.manifest_path, runtime);
+  return bytes;
+}
+
 void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime) {
   const std::string manifest_path = checkpoint_step_manifest(dir, step);
   const Manifest manifest = parse_manifest(read_text(manifest_path, ""), manifest_path);
@@ -571,71 +781,137 @@ void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime
     throw CheckpointError(manifest_path + ": step " + std::to_string(manifest.step) +
                           ", expected " + std::to_string(step));
   }
-  const int world = runtime.layout().world_size();
-  if (manifest.world_size != world) {
-    throw CheckpointError(manifest_path + ": world_size " + std::to_string(manifest.world_size) +
-                          ", this job has " + std::to_string(world) + " ranks");
+  if (manifest.layout) check_same_job(*manifest.layout, manifest_path, runtime);
+  // This rank's own file when the manifest lists it for this stage, else the stage's first
+  // replica's (another width: every replica of a stage holds the same state).
+  const ManifestEntry* entry = nullptr;
+  const size_t own = static_cast<size_t>(runtime.rank());
+  if (own < manifest.files.size() && manifest.files[own].stage == runtime.stage()) {
+    entry = &manifest.files[own];
+  } else {
+    for (const ManifestEntry& e : manifest.files) {
+      if (e.stage == runtime.stage() && (!entry || e.replica < entry->replica)) entry = &e;
+    }
   }
-  const ManifestEntry& entry = manifest.files[static_cast<size_t>(runtime.rank())];
-  if (entry.stage != runtime.stage() || entry.replica != runtime.replica()) {
-    throw CheckpointError(manifest_path + ": rank " + std::to_string(entry.rank) + " is stage " +
-                          std::to_string(entry.stage) + " replica " +
-                          std::to_string(entry.replica) + ", this job's is stage " +
-                          std::to_string(runtime.stage()) + " replica " +
-                          std::to_string(runtime.replica()));
+  if (!entry) {
+    if (own < manifest.files.size()) {  // the message of a file of another stage, as before
+      const ManifestEntry& e = manifest.files[own];
+      throw CheckpointError(manifest_path + ": rank " + std::to_string(e.rank) + " is stage " +
+                            std::to_string(e.stage) + " replica " + std::to_string(e.replica) +
+                            ", this job's is stage " + std::to_string(runtime.stage()) +
+                            " replica " + std::to_string(runtime.replica()) +
+                            ", and no rank of it is of stage " + std::to_string(runtime.stage()));
+    }
+    throw CheckpointError(manifest_path + ": lists no file of stage " +
+                          std::to_string(runtime.stage()));
   }
-  uint64_t tensor_bytes = 0;
-  for (const auto& chunk : runtime.chunks()) {
-    tensor_bytes += 3 * sizeof(float) * static_cast<uint64_t>(chunk->model.layout().total());
-  }
-  const std::string path = checkpoint_rank_file(dir, step, runtime.rank());
+  const std::string path = checkpoint_rank_file(dir, step, entry->rank);
   const std::vector<std::byte> bytes =
-      read_rank_file(path, entry, manifest_path, tensor_bytes + kMaxHeaderBytes);
-  const uint32_t file_crc = transport::crc32c(bytes);
-  const SafetensorsFile file = decode_safetensors(bytes, path);
-  verify_rank_file(file, file_crc, manifest, entry, path, manifest_path);
-  for (const auto& [key, expected] : identity(runtime)) {
-    const std::string value = metadata_value(file, key, path);
-    if (value != expected) {
-      throw CheckpointError(path + ": metadata '" + key + "' is '" + value + "', this rank has '" +
-                            expected + "'");
-    }
+      read_rank_file(path, entry->bytes, manifest_path, max_state_bytes(runtime));
+  load_state(bytes, manifest.facts(*entry), path, manifest_path, runtime);
+}
+
+StateInventory inventory_states(const std::string& dir, const StageRuntime& runtime,
+                                std::ostream& err, const std::string& who) {
+  StateInventory inventory;
+  std::error_code error;
+  if (!fs::exists(dir, error)) return inventory;
+  if (!fs::is_directory(dir, error)) {
+    throw CheckpointError(dir + ": the checkpoint folder is not a folder");
   }
-  // Every value checked before any is used.
-  struct Copy {
-    float* into;
-    std::vector<float> values;
+  const auto skip = [&](int64_t step, const std::string& why) {
+    err << who << ": resume: skipping step " << step << ": " << why << '\n';
   };
-  std::vector<Copy> copies;
-  std::set<std::string> expected_names;
-  for (auto& chunk : runtime.chunks()) {
-    const HostState state = chunk->model.state_for_writing();
-    for (const ParameterTensor& t : chunk->model.layout().tensors()) {
-      const auto take = [&](const std::string& name, float* into) {
-        std::vector<float> values = file.f32(name, t.shape, path);
-        if (const auto bad = first_non_finite(values)) {
-          throw CheckpointError(path + ": tensor '" + name + "' holds " + value_text(values[*bad]) +
-                                " at element " + std::to_string(*bad) +
-                                " (its checksum matches: the run that wrote it had this state); "
-                                "not resuming from a state that is not finite");
-        }
-        copies.push_back({into + t.offset, std::move(values)});
-        expected_names.insert(name);
-      };
-      take(t.name, state.params);
-      take(t.name + ".adam_m", state.m);
-      take(t.name + ".adam_v", state.v);
+  const std::vector<int64_t> steps = step_folders(dir);  // ascending
+  // <dir>/manifest.json commits a step: the one it names and the older ones are complete.
+  const std::string top = checkpoint_manifest(dir);
+  std::optional<int64_t> committed;
+  std::string top_text;
+  std::string top_fault;
+  if (fs::exists(top, error)) {
+    inventory.found_any = true;
+    try {
+      top_text = read_text(top, "");
+      committed = parse_manifest(top_text, top).step;
+    } catch (const CheckpointError& e) {
+      top_fault = e.what();
+    }
+  } else {
+    top_fault = top + ": missing";
+  }
+  std::optional<int64_t> newest_complete;
+  for (int64_t step : steps) {
+    inventory.found_any = true;
+    if (fs::exists(checkpoint_step_manifest(dir, step), error)) newest_complete = step;
+  }
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    const int64_t step = *it;
+    const std::string manifest_path = checkpoint_step_manifest(dir, step);
+    if (!fs::exists(manifest_path, error)) {
+      skip(step, manifest_path + ": missing: a save that did not finish (a half-written folder)");
+      continue;
+    }
+    if (committed && step > *committed) {
+      skip(step, top + " names step " + std::to_string(*committed) +
+                     ": this newer step's save did not finish in this folder");
+      continue;
+    }
+    if (!committed && step == newest_complete) {
+      skip(step, top_fault + "; it commits the newest step, which is therefore not used");
+      continue;
+    }
+    std::string text;
+    Manifest manifest;
+    try {
+      text = read_text(manifest_path, "");
+      manifest = parse_manifest(text, manifest_path);
+    } catch (const CheckpointError& e) {
+      skip(step, e.what());
+      continue;
+    }
+    if (manifest.step != step) {
+      skip(step, manifest_path + ": step " + std::to_string(manifest.step) + ", expected " +
+                     std::to_string(step));
+      continue;
+    }
+    if (committed && step == *committed && text != top_text) {
+      skip(step, manifest_path + ": differs from " + top +
+                     ", which names this step as the current checkpoint: one was edited");
+      continue;
+    }
+    if (manifest.layout) check_same_job(*manifest.layout, manifest_path, runtime);
+    // The stage's files that are in this folder: this rank's own first.
+    std::vector<const ManifestEntry*> candidates;
+    for (const ManifestEntry& e : manifest.files) {
+      if (e.stage != runtime.stage()) continue;
+      if (!fs::exists(checkpoint_rank_file(dir, step, e.rank), error)) continue;
+      if (e.rank == runtime.rank()) {
+        candidates.insert(candidates.begin(), &e);
+      } else {
+        candidates.push_back(&e);
+      }
+    }
+    if (candidates.empty()) {
+      skip(step, manifest_path + ": none of the files it lists for stage " +
+                     std::to_string(runtime.stage()) + " is in " + dir);
+      continue;
+    }
+    for (const ManifestEntry* entry : candidates) {
+      StoredState state{step, checkpoint_rank_file(dir, step, entry->rank), manifest_path,
+                        manifest.facts(*entry)};
+      try {
+        read_stored_state(state, runtime);
+      } catch (const CheckpointMismatch&) {
+        throw;
+      } catch (const SafetensorsError& e) {  // CheckpointErrors, and a file that does not decode
+        skip(step, e.what());
+        continue;
+      }
+      inventory.usable.push_back(std::move(state));
+      break;
     }
   }
-  for (const auto& [name, tensor] : file.tensors) {
-    if (!expected_names.count(name)) {
-      throw CheckpointError(path + ": tensor '" + name + "' does not belong to stage " +
-                            std::to_string(runtime.stage()));
-    }
-  }
-  for (Copy& c : copies) std::copy(c.values.begin(), c.values.end(), c.into);
-  for (auto& chunk : runtime.chunks()) chunk->model.state_written();
-  runtime.set_position(step, manifest.data_position);
+  return inventory;
 }
 
 }  // namespace tessel::stage

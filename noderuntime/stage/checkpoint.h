@@ -54,7 +54,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
+#include <vector>
 
 #include "noderuntime/stage/safetensors.h"
 #include "noderuntime/stage/stage_runtime.h"
@@ -67,6 +69,14 @@ namespace tessel::stage {
 class CheckpointError : public SafetensorsError {
  public:
   using SafetensorsError::SafetensorsError;
+};
+
+// A sound checkpoint of another job: another model, number of stages, chunks, layer split or
+// global batch. Not damage: no older step of the same dir is tried instead; the message names
+// both sides.
+class CheckpointMismatch : public CheckpointError {
+ public:
+  using CheckpointError::CheckpointError;
 };
 
 inline constexpr const char* kCheckpointFormat = "tessel-stage-checkpoint-2";
@@ -110,9 +120,68 @@ void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
 std::optional<int64_t> latest_checkpoint(const std::string& dir);
 
 // Restores parameters, moments, step count and data position of this rank from the
-// checkpoint of `step`, verified as the header says. Throws CheckpointError naming the file
-// and the tensor or field at fault, reading nothing into the runtime before all checks passed.
+// checkpoint of `step`, verified as the header says: the file the manifest lists for this
+// rank when it is of this rank's stage, otherwise the stage's first replica's (a job of
+// another width: the replicas of a stage hold the same state). Throws CheckpointError naming
+// the file and the tensor or field at fault (CheckpointMismatch for a checkpoint of another
+// job), reading nothing into the runtime before all checks passed.
 void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime);
+
+// What a step's manifest says about one rank file: what the file's bytes are checked against.
+struct StateFacts {
+  int64_t step = 0;
+  int64_t data_position = 0;
+  uint64_t seed = 0;
+  uint64_t bytes = 0;  // of the whole file
+  uint32_t crc32c = 0;
+  int stage = 0;  // the tasklet the manifest lists the file as (its metadata must say the same)
+  int replica = 0;
+};
+
+// A rank file of this rank's stage in a checkpoint dir that passed every check
+// load_checkpoint makes; written by whichever rank or replica of the stage.
+struct StoredState {
+  int64_t step = 0;
+  std::string path;           // the rank file
+  std::string manifest_path;  // the step's manifest.json that lists it
+  StateFacts facts;
+};
+
+// The usable states of this rank's stage in a per-rank dir, newest first; found_any says
+// whether the dir held any checkpoint at all (a step folder or manifest.json), usable or not.
+struct StateInventory {
+  std::vector<StoredState> usable;
+  bool found_any = false;
+};
+
+// Takes the inventory of `dir` for `runtime`'s stage (per-rank dirs: checkpoint.shared false).
+// A step is usable when its folder has a manifest.json that parses, names the step and is
+// committed (<dir>/manifest.json names it, byte-identical, or a newer step; when
+// <dir>/manifest.json is missing or unreadable, every step but the newest complete one), and a
+// file of this stage that it lists (this rank's own first, then the stage's other replicas')
+// passes every check of load_checkpoint. Every step or file skipped is said on `err`, one line
+// each, starting with `who`, naming the file and the fault. Throws CheckpointMismatch when a
+// step is of another job (model, stages, chunks, layer split, global batch), and CheckpointError
+// when `dir` is not a folder or cannot be listed.
+StateInventory inventory_states(const std::string& dir, const StageRuntime& runtime,
+                                std::ostream& err, const std::string& who);
+
+// The bytes of a stored state, read and verified again (the file may have changed since the
+// inventory). Throws CheckpointError naming the file and the fault.
+std::vector<std::byte> read_stored_state(const StoredState& state, const StageRuntime& runtime);
+
+// Verifies `bytes`, a rank file of this rank's stage from `source` (a path, or the peer that
+// sent it), against `facts` (from `facts_source`) and the runtime as load_checkpoint does, then
+// restores parameters, moments, step count and data position from it. Nothing is written into
+// the runtime before every check passed. Throws CheckpointMismatch for a file of another job,
+// CheckpointError for any other fault.
+void load_state(const std::vector<std::byte>& bytes, const StateFacts& facts,
+                const std::string& source, const std::string& facts_source, StageRuntime& runtime);
+
+// The most bytes a rank file of this runtime's stage can have: its tensors (3 x 4 bytes a
+// parameter) and the largest safetensors header. A larger size is refused before it drives
+// an allocation.
+uint64_t max_state_bytes(const StageRuntime& runtime);
 
 // Removes step folders older than `current` beyond the keep - 1 newest of them, except
 // `pruning.protect`. Entries that another process removes meanwhile (per-rank dirs that are

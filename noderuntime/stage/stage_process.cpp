@@ -3,12 +3,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <optional>
 
 #include "kernels/cpu/threading.h"
 #include "noderuntime/stage/checkpoint.h"
+#include "noderuntime/stage/per_rank_resume.h"
 #include "noderuntime/stage/rendezvous_session.h"
 #include "noderuntime/stage/stage_credentials.h"
 #include "noderuntime/stage/stage_runtime.h"
@@ -125,76 +125,8 @@ std::optional<int64_t> agreed_resume_step(const JobSpec& job, transport::Communi
   return static_cast<int64_t>(get_pieces(agreed + 1));
 }
 
-// "rank 2 (stage 0 replica 1)"
-std::string rank_label(const JobSpec& job, int rank) {
-  return "rank " + std::to_string(rank) + " (" + job.addresses[rank].label + ")";
-}
-
-// Per-rank dirs (checkpoint.shared: false): every rank reads the step its own
-// <dir>/manifest.json names, and all of them learn every rank's answer. They resume only when
-// every rank has the same step (or none has any); otherwise every rank fails with one error
-// naming the ranks and their steps, so none trains from a mix of steps (a pod's volume lost, a
-// save killed between two ranks' manifests).
-std::optional<int64_t> agreed_per_rank_resume_step(const JobSpec& job,
-                                                   transport::Communicator& comm,
-                                                   std::ostream& err) {
-  // Per rank: [0]: 0 none, 1 a step, 2 failed; [1..kPieces]: the step.
-  constexpr size_t kSlot = 1 + kPieces;
-  std::vector<float> answers(static_cast<size_t>(comm.size()) * kSlot, 0.0f);
-  float* mine = &answers[static_cast<size_t>(comm.rank()) * kSlot];
-  std::optional<std::string> failure;
-  try {
-    if (const auto latest = latest_checkpoint(job.checkpoint.dir)) {
-      mine[0] = 1;
-      put_pieces(mine + 1, static_cast<uint64_t>(*latest));
-    }
-  } catch (const std::exception& e) {
-    mine[0] = 2;
-    failure = e.what();
-  }
-  comm.all_reduce(answers.data(), answers.size(), transport::DType::kF32, job.layout.world());
-  if (failure) throw CheckpointError(*failure);
-  // The ranks by what they found: a step, -1 for none, -2 for a failure.
-  std::map<int64_t, std::vector<int>> ranks_by_step;
-  for (int rank = 0; rank < comm.size(); ++rank) {
-    const float* answer = &answers[static_cast<size_t>(rank) * kSlot];
-    const int64_t step = answer[0] == 1   ? static_cast<int64_t>(get_pieces(answer + 1))
-                         : answer[0] == 2 ? -2
-                                          : -1;
-    ranks_by_step[step].push_back(rank);
-  }
-  const auto list = [&job](const std::vector<int>& ranks) {
-    std::string text;
-    for (int rank : ranks) text += (text.empty() ? "" : ", ") + rank_label(job, rank);
-    return text;
-  };
-  if (ranks_by_step.count(-2)) {
-    throw CheckpointError("resume: not starting: " + list(ranks_by_step[-2]) +
-                          " could not read its checkpoint manifest (its error says why)");
-  }
-  if (ranks_by_step.size() > 1) {
-    std::string found;
-    for (auto it = ranks_by_step.rbegin(); it != ranks_by_step.rend(); ++it) {
-      found += std::string(found.empty() ? "" : "; ") +
-               (it->first < 0 ? "no checkpoint: " : "step " + std::to_string(it->first) + ": ") +
-               list(it->second);
-    }
-    throw CheckpointError(
-        "resume: the ranks' checkpoints (checkpoint.shared: false, each rank's own " +
-        job.checkpoint.dir + ") are not of one step: " + found +
-        ". Every rank resumes from the same step or none does: restore the checkpoints that are "
-        "missing (a lost volume), or start afresh (resume: false, or another checkpoint dir)");
-  }
-  if (ranks_by_step.begin()->first >= 0) return ranks_by_step.begin()->first;
-  if (comm.rank() == 0) {
-    err << "tessel-stage rank 0: resume: no checkpoint in " << job.checkpoint.dir
-        << " of any rank yet (no manifest.json): starting from step 0\n";
-  }
-  return std::nullopt;
-}
-
-// Every rank loads its own file; then they agree on who failed, so a damaged rank file ends the
-// job at once with that rank's error, and the others' errors name it.
+// Shared dir: every rank loads its file of the step; then they agree on who failed, so a
+// damaged rank file ends the job at once with that rank's error, and the others' errors name it.
 void load_agreed(const JobSpec& job, int64_t step, StageRuntime& runtime,
                  transport::Communicator& comm) {
   std::optional<std::string> failure;
@@ -284,9 +216,12 @@ int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, 
     const bool checkpoints = !job.checkpoint.dir.empty();
     std::optional<int64_t> resumed;
     if (checkpoints && job.checkpoint.resume) {
-      resumed = job.checkpoint.shared ? agreed_resume_step(job, *comm, err)
-                                      : agreed_per_rank_resume_step(job, *comm, err);
-      if (resumed) load_agreed(job, *resumed, runtime, *comm);
+      if (job.checkpoint.shared) {
+        resumed = agreed_resume_step(job, *comm, err);
+        if (resumed) load_agreed(job, *resumed, runtime, *comm);
+      } else {
+        resumed = resume_from_per_rank_dirs(job.checkpoint.dir, runtime, *comm, err);
+      }
     }
     pb::StageEvent start;
     pb::Started& started = *start.mutable_started();
