@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "checkpoint_damage.h"
 #include "noderuntime/stage/checkpoint.h"
@@ -99,6 +100,7 @@ class PeerResume : public ::testing::Test {
   // (bit for bit, or within `tolerance`).
   void expect_resumed(std::vector<std::unique_ptr<StageProcess>>& processes, int64_t step,
                       int steps, double tolerance = 0) {
+    double deviation = 0;
     for (size_t rank = 0; rank < processes.size(); ++rank) {
       StageProcess& p = *processes[rank];
       ASSERT_EQ(p.finish(120s), 0) << p.stderr_text();
@@ -107,6 +109,7 @@ class PeerResume : public ::testing::Test {
       ASSERT_EQ(losses.size(), static_cast<size_t>(steps - step)) << p.stderr_text();
       for (size_t i = 0; i < losses.size(); ++i) {
         const double expected = reference_[static_cast<size_t>(step) + i];
+        deviation = std::max(deviation, std::abs(losses[i] - expected));
         if (tolerance == 0) {
           EXPECT_EQ(losses[i], expected) << "rank " << rank << " step " << step + 1 + i;
         } else {
@@ -114,6 +117,10 @@ class PeerResume : public ::testing::Test {
               << "rank " << rank << " step " << step + 1 + i;
         }
       }
+    }
+    if (tolerance != 0) {
+      std::cerr << "[ width   ] " << processes.size() / kStages << " replicas from step " << step
+                << ": largest |loss - uninterrupted loss| " << deviation << '\n';
     }
   }
 
