@@ -4,7 +4,6 @@
 
 #include "api/crds.h"
 #include "api/pod_template.h"
-#include "api/pod_template.h"
 #include "api/yaml_json.h"
 #include "placement/limits.h"
 
@@ -131,6 +130,7 @@ TrainingJobSpec read_spec(const json& s) {
   spec.failure_policy.max_restarts = f.value("maxRestarts", 3);
   spec.failure_policy.backoff_seconds = f.value("backoffSeconds", 10);
   spec.failure_policy.start_timeout_seconds = f.value("startTimeoutSeconds", 600);
+  if (s.contains("elastic")) spec.elastic = ElasticSpec{s["elastic"].at("minReplicas").get<int>()};
   const json n = s.value("network", json::object());
   spec.network.host_network = n.value("mode", "PodNetwork") == "HostNetwork";
   spec.network.connect_timeout_s = n.value("connectTimeoutSeconds", 60.0);
@@ -212,6 +212,11 @@ void check_rules(const json& spec_json, std::vector<FieldError>& errors) {
       errors.push_back({"spec.parallelism", e.what()});
     }
   }
+  if (spec.elastic && spec.elastic->min_replicas > p.replicas) {
+    errors.push_back({"spec.elastic.minReplicas", str(spec.elastic->min_replicas) +
+                                                      " exceeds spec.parallelism.replicas " +
+                                                      str(p.replicas) + " (the job's full width)"});
+  }
   if (!spec.data.text_path.empty() && spec.data.text_path.find('\0') != std::string::npos) {
     errors.push_back({"spec.data.text.path", "contains a NUL character"});
   }
@@ -236,6 +241,24 @@ placement::Workload TrainingJobSpec::workload() const {
   w.global_batch = global_batch;
   w.validate("spec.model");
   return w;
+}
+
+std::vector<int> TrainingJobSpec::usable_widths() const {
+  std::vector<int> widths = {parallelism.replicas};
+  if (!elastic) return widths;
+  for (int width = parallelism.replicas - 1; width >= std::max(1, elastic->min_replicas); --width) {
+    const int64_t per_step = int64_t{width} * micro_batch;
+    if (global_batch % per_step != 0) continue;
+    try {
+      placement::validate_schedule_spec({parallelism.schedule, parallelism.stages,
+                                         static_cast<int>(global_batch / per_step),
+                                         parallelism.virtual_stages, parallelism.microbatch_group});
+    } catch (const std::invalid_argument&) {
+      continue;  // the schedule cannot run that many micro-batches per replica
+    }
+    widths.push_back(width);
+  }
+  return widths;
 }
 
 std::vector<FieldError> trainingjob_errors(json& object) {

@@ -76,6 +76,12 @@ struct FailurePolicySpec {
   int start_timeout_seconds = 600;
 };
 
+// spec.elastic: the job may run with fewer data-parallel replicas when the GPUs of all of them
+// are not free, keeping the global batch (more micro-batches per replica).
+struct ElasticSpec {
+  int min_replicas = 1;
+};
+
 struct NetworkSpec {
   bool host_network = false;  // mode HostNetwork
   double connect_timeout_s = 60;
@@ -93,11 +99,16 @@ struct TrainingJobSpec {
   PlacementSpec placement;
   CheckpointSpec checkpoint;
   FailurePolicySpec failure_policy;
+  std::optional<ElasticSpec> elastic;  // absent: not elastic
   NetworkSpec network;
   bool suspend = false;
   std::string managed_by = "tessel.dev/operator";
 
   int64_t devices() const { return int64_t{parallelism.stages} * parallelism.replicas; }
+  // The data-parallel widths the job may run at, widest first: parallelism.replicas, then (when
+  // elastic) each narrower width down to minReplicas that divides the global batch into whole
+  // micro-batches per replica that the schedule accepts.
+  std::vector<int> usable_widths() const;
   // The model and batch as the placement and the runtime see them (validated).
   placement::Workload workload() const;
 };

@@ -1,5 +1,7 @@
 #include "operator/controller/gang.h"
 
+#include <algorithm>
+
 #include "operator/controller/labels.h"
 
 namespace tessel::controller {
@@ -65,7 +67,7 @@ bool GangState::all_succeeded() const { return expected > 0 && succeeded == expe
 
 GangState observe_gang(const std::vector<TaskletPlace>& tasklets, const std::string& job,
                        const std::map<std::string, std::vector<json>>& pods_by_cluster,
-                       int64_t attempt) {
+                       int64_t attempt, const std::set<NodeRef>& lost_nodes) {
   GangState state;
   state.expected = static_cast<int>(tasklets.size());
   const std::string attempt_text = std::to_string(attempt);
@@ -84,8 +86,15 @@ GangState observe_gang(const std::vector<TaskletPlace>& tasklets, const std::str
     const bool deleting = pod->value("metadata", json::object()).contains("deletionTimestamp");
     if (phase == "Running" && !deleting) ++state.running;
     if (phase == "Succeeded") ++state.succeeded;
+    std::string bound = pod->value("spec", json::object()).value("nodeName", "");
     if (phase == "Failed" && !state.failed) {
       state.failed = tasklet.cluster + "/" + name + ": " + failure(status);
+      state.failed_node = NodeRef{tasklet.cluster, bound.empty() ? tasklet.node : bound};
+    }
+    if (const NodeRef node{tasklet.cluster, bound}; !bound.empty() && lost_nodes.contains(node)) {
+      state.on_lost_nodes.push_back(tasklet.cluster + "/" + name + " on node " + bound);
+      if (std::find(state.lost.begin(), state.lost.end(), node) == state.lost.end())
+        state.lost.push_back(node);
     }
   }
   return state;

@@ -56,7 +56,7 @@ std::vector<GpuNode> choose_gpus(const std::vector<GpuNode>& nodes, int needed) 
 }
 
 JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& candidates,
-                       const std::atomic<bool>* cancel) {
+                       const std::atomic<bool>* cancel, const std::vector<int>& keep_layers) {
   const api::TrainingJobSpec& spec = job.spec;
   const placement::PartitionShape shape{spec.parallelism.stages, spec.parallelism.replicas};
   JobPlacement out;
@@ -88,6 +88,13 @@ JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& 
   out.search_seconds = result.elapsed_s;
   out.placement =
       placement::build_placement(out.topology.topology, model, predictor, result, options);
+  if (!keep_layers.empty()) {
+    if (keep_layers.size() != out.placement.layer_split.size())
+      throw std::invalid_argument("the kept layer split has " + std::to_string(keep_layers.size()) +
+                                  " stages, the placement " +
+                                  std::to_string(out.placement.layer_split.size()));
+    out.placement.layer_split = keep_layers;
+  }
   out.layer_split =
       placement::virtual_stage_split(out.placement.layer_split, spec.parallelism.virtual_stages);
 
@@ -143,6 +150,35 @@ nlohmann::json placement_status(const JobPlacement& placed, const api::TrainingJ
                            {"links", std::move(links)}};
   if (omitted > 0) status["linksOmitted"] = omitted;
   return status;
+}
+
+std::vector<int> layers_from_status(const nlohmann::json& status_placement,
+                                    const api::TrainingJob& job) {
+  const int stages = job.spec.parallelism.stages;
+  if (!status_placement.is_object() || !status_placement.contains("stages") ||
+      !status_placement["stages"].is_array()) {
+    return {};
+  }
+  std::vector<int> layers(static_cast<size_t>(stages), 0);
+  int64_t sum = 0;
+  for (const nlohmann::json& stage : status_placement["stages"]) {
+    if (!stage.is_object() || !stage.contains("stage") || !stage["stage"].is_number_integer() ||
+        !stage.contains("layers") || !stage["layers"].is_number_integer()) {
+      return {};
+    }
+    const int64_t s = stage["stage"].get<int64_t>(), n = stage["layers"].get<int64_t>();
+    if (s < 0 || s >= stages || n < 1 || layers[static_cast<size_t>(s)] != 0) return {};
+    layers[static_cast<size_t>(s)] = static_cast<int>(n);
+    sum += n;
+  }
+  int64_t model_layers = 0;
+  try {
+    model_layers = job.spec.workload().layers;
+  } catch (const std::exception&) {
+    return {};
+  }
+  if (sum != model_layers || std::find(layers.begin(), layers.end(), 0) != layers.end()) return {};
+  return layers;
 }
 
 std::vector<TaskletPlace> tasklets_from_status(const nlohmann::json& status_placement,

@@ -44,8 +44,19 @@ struct JobPlacement {
 // Chooses the GPUs and searches. Throws NotEnoughGpus, placement::TopologyError (a topology
 // limit), or std::invalid_argument (a search option out of range). `cancel` stops the search
 // early (the operator losing leadership).
+//
+// keep_layers (per stage; empty: none) is the split of an earlier placement of the job: its
+// checkpoints hold each stage's layers, so a re-placement keeps it. The search cannot take a
+// fixed split (the cost model splits the layers for each stage order it tries), so the search's
+// own split is replaced by it afterwards; the predicted figures are those of the search's split.
 JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& candidates,
-                       const std::atomic<bool>* cancel = nullptr);
+                       const std::atomic<bool>* cancel = nullptr,
+                       const std::vector<int>& keep_layers = {});
+
+// The per-stage layers of a status.placement (placement_status) that fit the job: one entry per
+// stage, each at least 1 and summing to the model's layers; empty otherwise.
+std::vector<int> layers_from_status(const nlohmann::json& status_placement,
+                                    const api::TrainingJob& job);
 
 // status.placement of the TrainingJob (crds/tessel.dev_trainingjobs.yaml): the generation it
 // was made for, the clusters, the predicted iteration, the cost breakdown, per stage its

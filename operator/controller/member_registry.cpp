@@ -396,6 +396,7 @@ std::shared_ptr<const MemberView> MemberRegistry::view(const std::string& name,
   v->client = entry.informers->client;
   v->synced = entry.informers->nodes->has_synced() && entry.informers->hub_pods->has_synced() &&
               entry.informers->bound_pods->has_synced();
+  v->reachable = reachable(*entry.informers);
   v->informers = entry.informers;
   return v;
 }

@@ -39,6 +39,9 @@ struct MemberView {
   bool suspended = false;                     // spec.suspend: place no new tasklets here
   std::shared_ptr<kube::Client> client;
   bool synced = false;  // every informer has listed once
+  // Reachable as the MemberCluster shows it: False while its informers have failed for
+  // Options::unreachable_after (their caches then hold what was last seen).
+  Condition reachable;
 
   // Every Node of the member.
   std::vector<nlohmann::json> nodes() const;

@@ -106,6 +106,63 @@ int64_t restarts_of(const json& status) {
              : 0;
 }
 
+int64_t resizes_of(const json& status) {
+  return status.contains("resizes") && status["resizes"].is_number_integer()
+             ? status["resizes"].get<int64_t>()
+             : 0;
+}
+
+// The start attempt the current pods carry (kAttemptAnnotation): every restart and every resize
+// starts a new one, so that pods of the last are told from the next's.
+int64_t attempt_of(const json& status) { return restarts_of(status) + resizes_of(status); }
+
+// The data-parallel width the job is placed at: status.replicas when it is one the spec allows,
+// else the spec's.
+int width_of(const json& status, const api::TrainingJob& job) {
+  const std::vector<int> widths = job.spec.usable_widths();
+  if (status.contains("replicas") && status["replicas"].is_number_integer()) {
+    const int64_t width = status["replicas"].get<int64_t>();
+    if (std::find(widths.begin(), widths.end(), width) != widths.end())
+      return static_cast<int>(width);
+  }
+  return job.spec.parallelism.replicas;
+}
+
+// The job as one of `width` data-parallel replicas runs it: the same global batch, more
+// micro-batches per replica.
+api::TrainingJob at_width(const api::TrainingJob& job, int width) {
+  api::TrainingJob narrowed = job;
+  narrowed.spec.parallelism.replicas = width;
+  return narrowed;
+}
+
+// status.excludedNodes: at most this many (the CRD's maxItems), the oldest dropped first; each
+// for this long, after which a healed node is used again.
+constexpr size_t kMaxExcludedNodes = 32;
+constexpr std::chrono::minutes kExcludedNodeTtl{30};
+
+// status.excludedNodes without the entries expired at `now`.
+json live_exclusions(const json& status, Clock::time_point now) {
+  json out = json::array();
+  for (const json& e : status.value("excludedNodes", json::array())) {
+    const auto expires = parse_rfc3339(e.value("expiresAt", ""));
+    if (expires && *expires > now) out.push_back(e);
+  }
+  return out;
+}
+
+std::set<NodeRef> excluded_set(const json& exclusions) {
+  std::set<NodeRef> out;
+  for (const json& e : exclusions) out.insert({e.value("cluster", ""), e.value("node", "")});
+  return out;
+}
+
+int free_gpus(const std::vector<GpuNode>& nodes) {
+  int free = 0;
+  for (const GpuNode& n : nodes) free += n.free_gpus;
+  return free;
+}
+
 std::string phase_of(const json& status) {
   return status.contains("phase") && status["phase"].is_string()
              ? status["phase"].get<std::string>()
@@ -195,8 +252,15 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   }
 
   const auto pods = pods_of(uid);
-  size_t pod_count = 0;
-  for (const auto& [cluster, list] : pods) pod_count += list.size();
+  // Pods in a member that does not answer are what its cache last showed: they neither hold up
+  // a new attempt elsewhere nor can they be deleted until it answers (each reconcile tries).
+  const std::set<std::string> away = unreachable_members();
+  size_t pod_count = 0, reachable_pods = 0;
+  for (const auto& [cluster, list] : pods) {
+    pod_count += list.size();
+    if (!away.contains(cluster)) reachable_pods += list.size();
+  }
+  const bool active = phase == "Starting" || phase == "Running";
 
   if (job.spec.suspend) {
     {
@@ -248,13 +312,14 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
                   generation, now_text());
   }
 
-  if (pod_count == 0) {
+  if (pod_count == 0 || (!active && reachable_pods == 0)) {
     // Pods just created that the members' caches do not show yet: not gone, on their way.
     if (has_assumed(uid)) return {.requeue_after = std::chrono::milliseconds(500)};
-    if (phase == "Starting" || phase == "Running") {
+    if (active) {
       // The pods went away under the job (deleted by someone, or their nodes lost).
-      return fail_attempt(job, status, "its stage pods are gone");
+      return fail_attempt(job, status, {"PodsGone", "its stage pods are gone", {}});
     }
+    if (pod_count > 0) delete_remote_objects(object, /*pods_only=*/true);
     // Back off after a failed attempt. fail_attempt flips Placed from True to False (reason
     // Restarting), so its lastTransitionTime is when the last attempt was torn down (the
     // Running condition may have been False since an earlier restart and would not move).
@@ -277,13 +342,20 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   // Pods of an earlier attempt, or being deleted: the gang they belong to is being torn down.
   // A new attempt waits until they are gone (they hold their GPUs, and its pods take the same
   // names); one of the current attempt going away under a starting or running job fails it.
-  const int64_t attempt = restarts_of(status);
-  std::string stale;
-  int stale_count = 0;
+  // Under a starting or running job, pods of an earlier attempt (left in a member that did not
+  // answer when that attempt was torn down) are deleted without touching the current one's.
+  const int64_t attempt = attempt_of(status);
+  const std::string attempt_text = std::to_string(attempt);
+  std::string stale, going;
+  int stale_count = 0, earlier_count = 0;
   for (const auto& [cluster, list] : pods) {
+    if (away.contains(cluster) && !active) continue;
     for (const json& pod : list) {
       const bool deleting = kube::is_being_deleted(pod);
-      const bool current = kube::get_annotation(pod, kAttemptAnnotation) == std::to_string(attempt);
+      const bool current = kube::get_annotation(pod, kAttemptAnnotation) == attempt_text;
+      if (!current) ++earlier_count;
+      if (current && deleting && going.empty())
+        going = cluster + "/" + kube::object_name(pod) + " is being deleted";
       if (deleting || !current) {
         ++stale_count;
         if (stale.empty())
@@ -292,8 +364,12 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
       }
     }
   }
-  if (stale_count > 0) {
-    if (phase == "Starting" || phase == "Running") return fail_attempt(job, status, stale);
+  if (active && !going.empty()) return fail_attempt(job, status, {"PodsGone", going, {}});
+  if (active && earlier_count > 0) {
+    delete_labelled(kube::object_namespace(object),
+                    remote_selector(options_.hub_id, kube::object_uid(object)), /*pods_only=*/true,
+                    key, /*spare_attempt=*/attempt_text);
+  } else if (stale_count > 0) {
     delete_remote_objects(object, /*pods_only=*/true);
     set_condition(conditions,
                   {"Ready", "False", "PodsTerminating",
@@ -304,9 +380,11 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
                         {.requeue_after = std::chrono::milliseconds(1000)});
   }
 
-  // Pods exist: follow the gang of the current attempt.
+  // Pods exist: follow the gang of the current attempt, at the width it was placed at.
+  const int width = width_of(status, job);
+  const api::TrainingJob placed_job = at_width(job, width);
   std::vector<TaskletPlace> tasklets =
-      tasklets_from_status(status.value("placement", json::object()), job);
+      tasklets_from_status(status.value("placement", json::object()), placed_job);
   if (tasklets.empty()) {
     std::lock_guard lock(mutex_);
     if (const auto it = placed_.find(uid); it != placed_.end()) tasklets = it->second;
@@ -317,7 +395,11 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     return write_status(object, std::move(status),
                         {.requeue_after = std::chrono::milliseconds(1000)});
   }
-  const GangState gang = observe_gang(tasklets, job.name, pods, attempt);
+  const std::map<NodeRef, std::string> lost = lost_nodes(pods);
+  std::set<NodeRef> lost_set;
+  for (const auto& [node, why] : lost) lost_set.insert(node);
+  const GangState gang = observe_gang(tasklets, job.name, pods, attempt, lost_set);
+  if (active) note_member_reachability(job, status, tasklets);
   stages_.register_job(key, api::stage_job_id(uid), static_cast<int>(tasklets.size()),
                        token_for(object));
   const std::optional<JobProgress> progress = stages_.progress(key);
@@ -346,9 +428,23 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
                ".");
     return write_final_status(key, object, std::move(status));
   }
-  if (gang.failed) return fail_attempt(job, status, *gang.failed);
+  if (!gang.lost.empty()) {
+    std::vector<std::string> nodes;
+    for (const NodeRef& n : gang.lost)
+      nodes.push_back(n.cluster + "/" + n.node + " (" + lost.at(n) + ")");
+    return fail_attempt(job, status,
+                        {"NodeNotReady",
+                         "node " + join(nodes, ", ") + " is not Ready under stage pod(s) " +
+                             join(gang.on_lost_nodes, ", "),
+                         gang.lost});
+  }
+  if (gang.failed) {
+    std::vector<NodeRef> at_fault;
+    if (gang.failed_node) at_fault.push_back(*gang.failed_node);
+    return fail_attempt(job, status, {"PodFailed", *gang.failed, at_fault});
+  }
   if (progress && !progress->failures.empty()) {
-    return fail_attempt(job, status, progress->failures.front());
+    return fail_attempt(job, status, {"StageFailed", progress->failures.front(), {}});
   }
 
   if (!gang.all_running()) {
@@ -365,10 +461,12 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     if (now() >= deadline) {
       return fail_attempt(
           job, status,
-          "not every stage pod was Running within startTimeoutSeconds (" +
-              std::to_string(job.spec.failure_policy.start_timeout_seconds) +
-              " s): " + std::to_string(gang.running) + " of " + std::to_string(gang.expected) +
-              " Running" + (gang.missing.empty() ? "" : "; missing " + join(gang.missing, ", ")));
+          {"StartTimeout",
+           "not every stage pod was Running within startTimeoutSeconds (" +
+               std::to_string(job.spec.failure_policy.start_timeout_seconds) +
+               " s): " + std::to_string(gang.running) + " of " + std::to_string(gang.expected) +
+               " Running" + (gang.missing.empty() ? "" : "; missing " + join(gang.missing, ", ")),
+           {}});
     }
     status["phase"] = "Starting";
     set_condition(conditions,
@@ -393,6 +491,19 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
                 generation, now_text());
   set_condition(conditions, {"Running", "True", "Training", "The stages are training."}, generation,
                 now_text());
+  if (condition_is_true(conditions, "Degraded")) {
+    std::string message =
+        "All " + std::to_string(gang.expected) + " stage pods of the new attempt are Running";
+    const json last = status.value("progress", json::object());
+    if (last.contains("lastCheckpointStep"))
+      message += "; resumed from the checkpoint of step " + last["lastCheckpointStep"].dump();
+    message += ".";
+    set_condition(conditions, {"Degraded", "False", "Recovered", message}, generation, now_text());
+    record(object, kube::EventType::kNormal, "Recovered", message);
+  }
+  if (width < job.spec.parallelism.replicas) {
+    if (std::optional<kube::ReconcileResult> grown = grow(job, status)) return *grown;
+  }
   if (progress && progress->step >= 0) {
     const auto steady_now = std::chrono::steady_clock::now();
     bool due = false;
@@ -424,14 +535,50 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
   std::unique_lock placing(placing_);
   std::vector<std::string> notes;
   std::vector<GpuNode> nodes = candidates(job, notes);
+  // Nodes at fault in an earlier attempt are left out while the job fits without them.
+  json exclusions = live_exclusions(status, now());
+  const std::set<NodeRef> avoid = excluded_set(exclusions);
+  std::vector<GpuNode> without_excluded;
+  std::vector<std::string> excluded_used;
+  for (const GpuNode& node : nodes) {
+    if (!avoid.contains({node.cluster, node.name})) without_excluded.push_back(node);
+  }
+  // A job placed before keeps its layer split: its checkpoints hold each stage's layers.
+  const std::vector<int> keep_layers =
+      layers_from_status(status.value("placement", json::object()), job);
 
   JobPlacement placed;
+  int width = 0;
   const auto started = std::chrono::steady_clock::now();
   try {
-    placed = place_job(job, nodes, &cancel_);
+    // The widest width that fits, without the excluded nodes if it can (elastic jobs only have
+    // more than one width).
+    for (const int w : job.spec.usable_widths()) {
+      const int needed = job.spec.parallelism.stages * w;
+      const std::vector<GpuNode>* pool = free_gpus(without_excluded) >= needed ? &without_excluded
+                                         : free_gpus(nodes) >= needed          ? &nodes
+                                                                               : nullptr;
+      if (pool == nullptr) continue;
+      placed = place_job(at_width(job, w), *pool, &cancel_, keep_layers);
+      width = w;
+      break;
+    }
+    if (width == 0) choose_gpus(nodes, static_cast<int>(job.spec.devices()));  // throws
+    for (const TaskletPlace& t : placed.tasklets) {
+      const std::string name = t.cluster + "/" + t.node;
+      if (avoid.contains({t.cluster, t.node}) &&
+          std::find(excluded_used.begin(), excluded_used.end(), name) == excluded_used.end())
+        excluded_used.push_back(name);
+    }
   } catch (const NotEnoughGpus& e) {
     if (options_.on_placement) options_.on_placement(false, 0);
     std::string message = std::string("Waiting for GPUs: ") + e.what();
+    if (job.spec.elastic) {
+      message += " (elastic: " +
+                 std::to_string(job.spec.parallelism.stages * job.spec.usable_widths().back()) +
+                 " at the narrowest usable width, " +
+                 std::to_string(job.spec.usable_widths().back()) + " replicas)";
+    }
     if (!notes.empty()) message += " (" + join(notes, "; ") + ")";
     message += ".";
     if (!condition_is_true(conditions, "Placed") &&
@@ -463,7 +610,9 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
   {
     std::lock_guard lock(mutex_);
     waiting_.erase(key);
+    grow_checked_[key] = std::chrono::steady_clock::now();
   }
+  const api::TrainingJob placed_job = at_width(job, width);
 
   // The stage processes' job.json.
   const std::string uid = kube::object_uid(object);
@@ -495,19 +644,19 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
   std::vector<MemberObjects> objects;
   try {
     StageObjectsInput input;
-    input.job = &job;
+    input.job = &placed_job;
     input.job_uid = uid;
     input.hub_id = options_.hub_id;
     input.tasklets = placed.tasklets;
     // Every stage pod has a GPU: an unset precision is bf16 there (the CUDA backend's; a
     // stage that finds no GPU computes it in fp32 on the CPU), as spec.model.precision says.
-    api::TrainingJobSpec spec = job.spec;
+    api::TrainingJobSpec spec = placed_job.spec;
     if (!spec.model.precision) spec.model.precision = placement::Precision::BF16;
     input.job_json = api::stage_job_text(spec, file);
     input.token = token;
     input.ca_pem = options_.ca_pem;
     input.default_image = options_.stage_image;
-    input.attempt = restarts_of(status);
+    input.attempt = attempt_of(status);
     objects = build_stage_objects(input);
   } catch (const api::ManifestError& e) {  // spec.template cannot be merged, or job.json refused
     set_condition(conditions, {"Valid", "False", "InvalidTemplate", e.what()}, generation,
@@ -557,21 +706,51 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
     std::lock_guard lock(mutex_);
     placed_[uid] = placed.tasklets;
   }
-  status["placement"] = placement_status(placed, job);
+  status["placement"] = placement_status(placed, placed_job);
   status["phase"] = "Starting";
+  status["replicas"] = width;
+  if (exclusions.empty()) {
+    status.erase("excludedNodes");
+  } else {
+    status["excludedNodes"] = exclusions;  // without the expired entries
+  }
   if (!status.contains("startTime")) status["startTime"] = now_text();
   std::string summary =
-      std::to_string(job.spec.parallelism.stages) + " stages x " +
-      std::to_string(job.spec.parallelism.replicas) + " replicas on " +
-      status["placement"]["clusters"].get<std::string>() + ": predicted iteration " +
-      seconds_text(placed.placement.predicted_iteration_s) + ", cost " +
+      std::to_string(job.spec.parallelism.stages) + " stages x " + std::to_string(width) +
+      " replicas on " + status["placement"]["clusters"].get<std::string>() +
+      ": predicted iteration " + seconds_text(placed.placement.predicted_iteration_s) + ", cost " +
       seconds_text(placed.placement.cost.total_s) + " (data-parallel " +
       seconds_text(placed.placement.cost.data_parallel_s) + ", pipeline " +
       seconds_text(placed.placement.cost.pipeline_s) + "); " +
       std::to_string(placed.topology.measured_pairs) + " node pairs measured, " +
       std::to_string(placed.topology.estimated_pairs) +
       " estimated from regions and zones; placed in " + seconds_text(placement_s) + ".";
+  if (!excluded_used.empty()) {
+    summary += " Uses " + join(excluded_used, ", ") +
+               ", excluded after a failure, as the job does not fit without them.";
+  }
   set_condition(conditions, {"Placed", "True", "Placed", summary}, generation, now_text());
+  if (job.spec.elastic) {
+    const int full = job.spec.parallelism.replicas;
+    if (width < full) {
+      const std::string message =
+          "Running " + std::to_string(width) + " of " + std::to_string(full) +
+          " data-parallel replicas (elastic.minReplicas " +
+          std::to_string(job.spec.elastic->min_replicas) + "): the GPUs for " +
+          std::to_string(full) + " are not free (" + std::to_string(job.spec.devices()) +
+          " needed). The global batch stays " + std::to_string(job.spec.global_batch) + ": " +
+          std::to_string(job.spec.global_batch / (width * job.spec.micro_batch)) +
+          " micro-batches per replica instead of " +
+          std::to_string(job.spec.global_batch / (full * job.spec.micro_batch)) + ".";
+      set_condition(conditions, {"FullWidth", "False", "Shrunk", message}, generation, now_text());
+      record(object, kube::EventType::kWarning, "Shrunk", message);
+    } else {
+      set_condition(conditions,
+                    {"FullWidth", "True", "FullWidth",
+                     "Running all " + std::to_string(full) + " data-parallel replicas."},
+                    generation, now_text());
+    }
+  }
   if (placed.topology.estimated_pairs > 0) {
     set_condition(
         conditions,
@@ -614,10 +793,35 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
 }
 
 kube::ReconcileResult TrainingJobReconciler::fail_attempt(const api::TrainingJob& job, json& status,
-                                                          const std::string& why) {
+                                                          const Failure& failure) {
   const json& object = job.object;
   const int64_t generation = job.generation;
+  const std::string& why = failure.message;
   json& conditions = status["conditions"];
+  if (!condition_is_true(conditions, "Degraded")) {
+    record(object, kube::EventType::kWarning, "Degraded", failure.reason + ": " + why);
+  }
+  set_condition(conditions, {"Degraded", "True", failure.reason, why}, generation, now_text());
+  if (!failure.nodes.empty()) {
+    // The nodes at fault, newest last, each once; the oldest go beyond the bound.
+    json exclusions = live_exclusions(status, now());
+    const std::string reason = failure.reason == "NodeNotReady" ? "NodeNotReady" : "PodFailed";
+    for (const NodeRef& node : failure.nodes) {
+      json kept = json::array();
+      for (const json& e : exclusions) {
+        if (e.value("cluster", "") != node.cluster || e.value("node", "") != node.node)
+          kept.push_back(e);
+      }
+      exclusions = std::move(kept);
+      exclusions.push_back({{"cluster", node.cluster},
+                            {"node", node.node},
+                            {"reason", reason},
+                            {"time", now_text()},
+                            {"expiresAt", kube::format_rfc3339(now() + kExcludedNodeTtl)}});
+    }
+    while (exclusions.size() > kMaxExcludedNodes) exclusions.erase(exclusions.begin());
+    status["excludedNodes"] = std::move(exclusions);
+  }
   const int remaining = delete_remote_objects(object, /*pods_only=*/true);
   const int64_t restarts = restarts_of(status);
   if (restarts >= job.spec.failure_policy.max_restarts) {
@@ -652,6 +856,121 @@ kube::ReconcileResult TrainingJobReconciler::fail_attempt(const api::TrainingJob
                         std::chrono::seconds(job.spec.failure_policy.backoff_seconds)});
 }
 
+std::optional<kube::ReconcileResult> TrainingJobReconciler::grow(const api::TrainingJob& job,
+                                                                 json& status) {
+  const std::string key = job.namespace_name + "/" + job.name;
+  const auto steady_now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    const auto it = grow_checked_.find(key);
+    if (it != grow_checked_.end() && steady_now - it->second < options_.pending_recheck)
+      return std::nullopt;
+    grow_checked_[key] = steady_now;
+  }
+  std::vector<std::string> notes;
+  std::vector<GpuNode> nodes;
+  {
+    std::lock_guard placing(placing_);
+    nodes = candidates(job, notes);  // the job's own pods hold no GPUs here
+  }
+  const std::set<NodeRef> avoid = excluded_set(live_exclusions(status, now()));
+  std::erase_if(nodes, [&](const GpuNode& n) { return avoid.contains({n.cluster, n.name}); });
+  const int free = free_gpus(nodes);
+  if (free < job.spec.devices()) return std::nullopt;
+
+  const json& object = job.object;
+  const int full = job.spec.parallelism.replicas;
+  const std::string message =
+      "Growing from " + std::to_string(width_of(status, job)) + " to " + std::to_string(full) +
+      " data-parallel replicas: " + std::to_string(free) + " GPUs are free for the " +
+      std::to_string(job.spec.devices()) +
+      " needed; the stage pods checkpoint as they stop and the job resumes at full width.";
+  delete_remote_objects(object, /*pods_only=*/true);
+  // The next attempt's processes rendezvous afresh.
+  stages_.unregister_job(key);
+  status["resizes"] = resizes_of(status) + 1;
+  status["phase"] = "Pending";
+  json& conditions = status["conditions"];
+  set_condition(conditions, {"FullWidth", "False", "Growing", message}, job.generation, now_text());
+  set_condition(conditions, {"Running", "False", "Growing", message}, job.generation, now_text());
+  set_condition(conditions, {"Ready", "False", "Growing", message}, job.generation, now_text());
+  set_condition(conditions, {"Placed", "False", "Growing", message}, job.generation, now_text());
+  record(object, kube::EventType::kNormal, "Growing", message);
+  return write_status(object, std::move(status), {.requeue_after = std::chrono::seconds(1)});
+}
+
+void TrainingJobReconciler::note_member_reachability(const api::TrainingJob& job, json& status,
+                                                     const std::vector<TaskletPlace>& tasklets) {
+  std::set<std::string> clusters;
+  for (const TaskletPlace& t : tasklets) clusters.insert(t.cluster);
+  std::vector<std::string> away;
+  for (const std::string& cluster : clusters) {
+    const std::shared_ptr<const MemberView> view = members_.member(cluster);
+    if (!view) {
+      away.push_back(cluster + " (no usable kubeconfig)");
+    } else if (view->reachable.status == "False") {
+      away.push_back(cluster + " (" + view->reachable.reason + ": " + view->reachable.message +
+                     ")");
+    }
+  }
+  json& conditions = status["conditions"];
+  const json* current = find_condition(conditions, "MembersReachable");
+  const bool was_away = current && current->value("status", "") == "False";
+  if (!away.empty()) {
+    const std::string since =
+        was_away ? current->value("lastTransitionTime", now_text()) : now_text();
+    const std::string message =
+        "Not answering since " + since + ": " + join(away, "; ") +
+        ". Their stage pods, last seen Running, are left training: they report progress to the "
+        "stage service directly.";
+    if (!was_away) record(job.object, kube::EventType::kWarning, "MemberUnreachable", message);
+    set_condition(conditions, {"MembersReachable", "False", "MemberUnreachable", message},
+                  job.generation, now_text());
+  } else if (was_away) {
+    const std::string message = "Every member cluster of the placement answers again.";
+    record(job.object, kube::EventType::kNormal, "MemberReachable", message);
+    set_condition(conditions, {"MembersReachable", "True", "Reachable", message}, job.generation,
+                  now_text());
+  }
+}
+
+std::map<NodeRef, std::string> TrainingJobReconciler::lost_nodes(
+    const std::map<std::string, std::vector<json>>& pods) const {
+  std::map<NodeRef, std::string> out;
+  for (const auto& [cluster, list] : pods) {
+    const std::shared_ptr<const MemberView> view = members_.member(cluster);
+    // A member that does not answer shows its Nodes as last seen: nothing to judge them by.
+    if (!view || !view->synced || view->reachable.status == "False") continue;
+    for (const json& pod : list) {
+      const std::string name = pod.value("spec", json::object()).value("nodeName", "");
+      if (name.empty() || out.contains({cluster, name})) continue;
+      const std::shared_ptr<const json> node = view->node(name);
+      if (!node) {
+        out[{cluster, name}] = "the Node is gone";
+        continue;
+      }
+      if (node_ready(*node)) continue;
+      std::string ready = "no Ready condition";
+      for (const json& c :
+           node->value("status", json::object()).value("conditions", json::array())) {
+        if (c.value("type", "") == "Ready")
+          ready = "Ready " + c.value("status", std::string()) + ": " +
+                  c.value("reason", std::string("no reason"));
+      }
+      out[{cluster, name}] = ready;
+    }
+  }
+  return out;
+}
+
+std::set<std::string> TrainingJobReconciler::unreachable_members() const {
+  std::set<std::string> out;
+  for (const std::shared_ptr<const MemberView>& member : members_.members()) {
+    if (member->reachable.status == "False") out.insert(member->name);
+  }
+  return out;
+}
+
 kube::ReconcileResult TrainingJobReconciler::finalize(const json& job) {
   const std::string key = kube::object_key(job);
   stages_.unregister_job(key);
@@ -670,6 +989,7 @@ kube::ReconcileResult TrainingJobReconciler::finalize(const json& job) {
   tokens_.erase(kube::object_uid(job));
   waiting_.erase(key);
   progress_written_.erase(key);
+  grow_checked_.erase(key);
   return {};
 }
 
@@ -708,7 +1028,8 @@ std::vector<GpuNode> TrainingJobReconciler::candidates(const api::TrainingJob& j
   }
   const auto expired = std::chrono::steady_clock::now() - kAssumedPodTtl;
   for (const std::shared_ptr<const MemberView>& member : members_.members()) {
-    if (!member->synced || member->suspended) continue;
+    // A member that does not answer: its caches show its GPUs as they were.
+    if (!member->synced || member->suspended || member->reachable.status == "False") continue;
     if (!job.spec.placement.cluster_selector.matches(member->labels)) continue;
     std::vector<json> pods = member->pods();
     // Assumed pods the cache has not shown yet still hold their GPUs.
@@ -793,7 +1114,8 @@ int TrainingJobReconciler::delete_remote_objects(const json& job, bool pods_only
 }
 
 int TrainingJobReconciler::delete_labelled(const std::string& ns, const std::string& selector,
-                                           bool pods_only, const std::string& job) {
+                                           bool pods_only, const std::string& job,
+                                           const std::string& spare_attempt) {
   kube::ListOptions list;
   list.label_selector = selector;
   int remaining = 0;
@@ -803,10 +1125,34 @@ int TrainingJobReconciler::delete_labelled(const std::string& ns, const std::str
     for (const std::string& kind : kinds) {
       try {
         for (const json& o : member->client->list_all(resource(kind), ns, list).items) {
+          if (kind == "Pod" && !spare_attempt.empty() &&
+              kube::get_annotation(o, kAttemptAnnotation) == spare_attempt)
+            continue;
           ++remaining;
-          if (kube::is_being_deleted(o)) continue;
+          // A pod on a Node that is not Ready: no kubelet there finishes a graceful deletion,
+          // so it is deleted at once (kubectl delete --force --grace-period=0).
+          kube::DeleteOptions options;
+          const std::string node =
+              kind == "Pod" ? o.value("spec", json::object()).value("nodeName", "") : "";
+          if (const auto seen = node.empty() ? nullptr : member->node(node);
+              seen && !node_ready(*seen)) {
+            options.grace_period_seconds = 0;
+          }
+          const json metadata = o.value("metadata", json::object());
+          if (kube::is_being_deleted(o) &&
+              (!options.grace_period_seconds ||
+               metadata.value("deletionGracePeriodSeconds", int64_t{-1}) == 0))
+            continue;
           try {
-            member->client->remove(resource(kind), ns, kube::object_name(o));
+            member->client->remove(resource(kind), ns, kube::object_name(o), options);
+            if (options.grace_period_seconds) {
+              --remaining;
+              logger_->info("force-deleted a stage pod on a node that is not Ready",
+                            {{"job", job},
+                             {"member", member->name},
+                             {"pod", kube::object_name(o)},
+                             {"node", node}});
+            }
           } catch (const kube::ApiError& e) {
             if (e.code() != 404) throw;
             --remaining;

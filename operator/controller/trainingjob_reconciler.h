@@ -44,6 +44,7 @@
 #include "kube/event_recorder.h"
 #include "kube/log.h"
 #include "kube/object_store.h"
+#include "operator/controller/gang.h"
 #include "operator/controller/job_placement.h"
 #include "operator/controller/job_progress.h"
 #include "operator/controller/member_registry.h"
@@ -92,8 +93,29 @@ class TrainingJobReconciler {
  private:
   kube::ReconcileResult finalize(const nlohmann::json& job);
   kube::ReconcileResult start(const api::TrainingJob& job, nlohmann::json& status);
+  // What failed an attempt: the Degraded reason (PodFailed, NodeNotReady, PodsGone,
+  // StageFailed, StartTimeout), the message naming the pod/node/cluster, and the nodes to leave
+  // out of the next placement (status.excludedNodes).
+  struct Failure {
+    std::string reason;
+    std::string message;
+    std::vector<NodeRef> nodes;
+  };
   kube::ReconcileResult fail_attempt(const api::TrainingJob& job, nlohmann::json& status,
-                                     const std::string& why);
+                                     const Failure& failure);
+  // A narrower job whose full width fits the free GPUs again (its own count as free): tears its
+  // pods down (each stage checkpoints on SIGTERM) so that start() places it at full width; a
+  // resize, not a restart. nullopt when it stays as it is.
+  std::optional<kube::ReconcileResult> grow(const api::TrainingJob& job, nlohmann::json& status);
+  // MembersReachable of the clusters the attempt's tasklets are in; an Event on each flip.
+  void note_member_reachability(const api::TrainingJob& job, nlohmann::json& status,
+                                const std::vector<TaskletPlace>& tasklets);
+  // The Nodes of the job's pods whose Ready condition is not True (or that are gone), each with
+  // what its Ready condition says.
+  std::map<NodeRef, std::string> lost_nodes(
+      const std::map<std::string, std::vector<nlohmann::json>>& pods) const;
+  // The members whose informers have failed for a while (MemberView::reachable False).
+  std::set<std::string> unreachable_members() const;
   // The status that ends the job's reporting (Succeeded, or Suspended with its pods gone), then
   // its progress let go, once written.
   kube::ReconcileResult write_final_status(const std::string& key, const nlohmann::json& job,
@@ -107,8 +129,11 @@ class TrainingJobReconciler {
   int delete_remote_objects(const nlohmann::json& job, bool pods_only);
   // Deletes the objects `selector` selects in namespace `ns` of every member (job: for logs);
   // the number still there (being deleted, or in a member that did not answer).
+  // Pods whose kAttemptAnnotation is spare_attempt (when not empty) are left alone. A pod bound
+  // to a Node that is not Ready is deleted with gracePeriodSeconds 0 (no kubelet will finish a
+  // graceful deletion there), even when a graceful deletion is under way.
   int delete_labelled(const std::string& ns, const std::string& selector, bool pods_only,
-                      const std::string& job);
+                      const std::string& job, const std::string& spare_attempt = "");
   // Deletes what this hub made in the members for a job `key` ("namespace/name") that is gone.
   int sweep_orphans(const std::string& key);
   std::string token_for(const nlohmann::json& job);
@@ -148,7 +173,9 @@ class TrainingJobReconciler {
   std::map<std::string, std::vector<TaskletPlace>> placed_;
   std::map<std::string, std::chrono::steady_clock::time_point> progress_written_;
   std::set<std::string> waiting_;  // jobs Pending for GPUs
-  std::mutex placing_;             // one placement at a time: two jobs never get the same GPU
+  // When each narrower-than-spec job last looked whether its full width fits (pending_recheck).
+  std::map<std::string, std::chrono::steady_clock::time_point> grow_checked_;
+  std::mutex placing_;  // one placement at a time: two jobs never get the same GPU
 };
 
 }  // namespace tessel::controller

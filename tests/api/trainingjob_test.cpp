@@ -194,6 +194,22 @@ TEST(TrainingJob, InvalidJobsNameEveryFieldAtFault) {
        [](json& j) { j["spec"]["placement"]["evaluations"] = 2000000000; },
        {"spec.placement.evaluations"},
        "must be <= 10000000"},
+      {"elastic minimum above the full width",
+       [](json& j) {
+         j["spec"]["elastic"] = {{"minReplicas", 3}};
+       },
+       {"spec.elastic.minReplicas"},
+       "3 exceeds spec.parallelism.replicas 2"},
+      {"elastic minimum of zero",
+       [](json& j) {
+         j["spec"]["elastic"] = {{"minReplicas", 0}};
+       },
+       {"spec.elastic.minReplicas"},
+       "must be >= 1"},
+      {"elastic without a minimum",
+       [](json& j) { j["spec"]["elastic"] = json::object(); },
+       {"spec.elastic.minReplicas"},
+       ""},
       {"int32 overflow",
        [](json& j) { j["spec"]["checkpoint"]["keep"] = 5000000000; },
        {"spec.checkpoint.keep"},
@@ -215,6 +231,25 @@ TEST(TrainingJob, InvalidJobsNameEveryFieldAtFault) {
       EXPECT_EQ(std::string(e.what()).rfind("job.yaml: ", 0), 0u) << e.what();
     }
   }
+}
+
+// spec.elastic: absent, one width; present, every narrower width down to minReplicas that
+// divides the global batch into whole micro-batches per replica.
+TEST(TrainingJob, ElasticWidthsDivideTheGlobalBatch) {
+  json job = example();
+  job["spec"]["parallelism"]["replicas"] = 4;
+  job["spec"]["batch"] = {{"microBatch", 2}, {"globalBatch", 24}};
+  EXPECT_EQ(parse_trainingjob(job, "job.yaml").spec.usable_widths(), std::vector<int>{4});
+  EXPECT_FALSE(parse_trainingjob(job, "job.yaml").spec.elastic.has_value());
+  job["spec"]["elastic"] = {{"minReplicas", 1}};
+  const TrainingJob elastic = parse_trainingjob(job, "job.yaml");
+  ASSERT_TRUE(elastic.spec.elastic.has_value());
+  EXPECT_EQ(elastic.spec.elastic->min_replicas, 1);
+  // 24 = 4 x 2 x 3 = 3 x 2 x 4 = 2 x 2 x 6 = 1 x 2 x 12: every width divides it.
+  EXPECT_EQ(elastic.spec.usable_widths(), (std::vector<int>{4, 3, 2, 1}));
+  job["spec"]["batch"]["globalBatch"] = 16;  // 3 x 2 does not divide 16
+  job["spec"]["elastic"]["minReplicas"] = 2;
+  EXPECT_EQ(parse_trainingjob(job, "job.yaml").spec.usable_widths(), (std::vector<int>{4, 2}));
 }
 
 TEST(TrainingJob, ParallelismIsFixedWhileTheJobHasPods) {

@@ -42,6 +42,27 @@ TEST(Gang, AllRunning) {
   EXPECT_FALSE(state.all_succeeded());
 }
 
+// A failed pod names the node it was bound to; pods bound to a lost node are listed with it,
+// the node once.
+TEST(Gang, FailedPodsNodeAndPodsOnLostNodes) {
+  std::map<std::string, std::vector<json>> pods = all("Running");
+  for (auto& [cluster, list] : pods)
+    for (json& p : list) p["spec"]["nodeName"] = cluster == "member-a" ? "gpu-a1" : "gpu-b1";
+  pods["member-b"][1]["status"] = {{"phase", "Failed"}, {"reason", "Error"}, {"message", "exit 1"}};
+  const GangState state =
+      observe_gang(tasklets(), "fables", pods, 2, {{"member-a", "gpu-a1"}, {"member-c", "x"}});
+  ASSERT_TRUE(state.failed_node.has_value());
+  EXPECT_EQ(*state.failed_node, (NodeRef{"member-b", "gpu-b1"}));
+  EXPECT_EQ(state.lost, (std::vector<NodeRef>{{"member-a", "gpu-a1"}}));
+  EXPECT_EQ(state.on_lost_nodes,
+            (std::vector<std::string>{"member-a/fables-s1-r0 on node gpu-a1",
+                                      "member-a/fables-s1-r1 on node gpu-a1"}));
+  // Unbound, a failed pod is at its tasklet's node.
+  pods["member-b"][1].erase("spec");
+  EXPECT_EQ(*observe_gang(tasklets(), "fables", pods, 2).failed_node,
+            (NodeRef{"member-b", "gpu-b2"}));
+}
+
 TEST(Gang, PendingPodsAreFoundButNotRunning) {
   std::map<std::string, std::vector<json>> pods = all("Running");
   pods["member-b"][1] = pod("fables-s0-r1", "Pending");

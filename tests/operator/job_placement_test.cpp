@@ -127,6 +127,28 @@ TEST(PlacementStatus, ReadsBackIntoTheSameTasklets) {
   }
 }
 
+// A re-placement keeps the split status.placement shows (the checkpoints hold each stage's
+// layers), on other GPUs and at another width; a split that does not fit the job is not read.
+TEST(PlaceJob, AKeptLayerSplitIsThePlacementsSplit) {
+  const std::vector<GpuNode> nodes = {gpu_node("a", "a1", 2, "us"), gpu_node("b", "b1", 2, "eu")};
+  const api::TrainingJob j = small_job(2, 2, 6);
+  json status = placement_status(place_job(j, nodes), j);
+  status["stages"][0]["layers"] = 5;
+  status["stages"][1]["layers"] = 1;
+  const std::vector<int> kept = layers_from_status(status, j);
+  ASSERT_EQ(kept, (std::vector<int>{5, 1}));
+  const JobPlacement again =
+      place_job(small_job(2, 1, 6), {gpu_node("b", "b1", 2, "eu")}, nullptr, kept);
+  EXPECT_EQ(again.placement.layer_split, kept);
+  EXPECT_EQ(again.layer_split, kept);
+  status["stages"][1]["layers"] = 2;
+  EXPECT_TRUE(layers_from_status(status, j).empty()) << "7 layers of a 6-layer model";
+  status["stages"][1]["layers"] = 0;
+  EXPECT_TRUE(layers_from_status(status, j).empty()) << "a stage without layers";
+  EXPECT_TRUE(layers_from_status(json::object(), j).empty());
+  EXPECT_THROW(place_job(j, nodes, nullptr, {6}), std::invalid_argument);
+}
+
 TEST(PlacementStatus, AStatusThatDoesNotFitTheJobGivesNoTasklets) {
   const api::TrainingJob j = small_job(2, 2);
   EXPECT_TRUE(tasklets_from_status(json::object(), j).empty());

@@ -29,6 +29,9 @@ TEST_F(TrainingJobRestarts, FailedPodRestartsTheGangThenFailsPastMaxRestarts) {
   EXPECT_NE(condition(current, "Running").value("message", "").find("flaky-s1-r0"),
             std::string::npos);
   EXPECT_TRUE(has_event("flaky", "Restarting"));
+  EXPECT_EQ(condition(current, "Degraded").value("status", ""), "True");
+  EXPECT_EQ(condition(current, "Degraded").value("reason", ""), "PodFailed");
+  EXPECT_TRUE(has_event("flaky", "Degraded"));
   for (const json& pod : member_pods(0)) EXPECT_TRUE(kube::is_being_deleted(pod));
   for (const json& pod : member_pods(1)) EXPECT_TRUE(kube::is_being_deleted(pod));
 
@@ -60,6 +63,7 @@ TEST_F(TrainingJobRestarts, FailedPodRestartsTheGangThenFailsPastMaxRestarts) {
   current = job("flaky");
   EXPECT_EQ(phase(current), "Failed") << current["status"].dump();
   EXPECT_EQ(condition(current, "Failed").value("reason", ""), "BackoffLimitExceeded");
+  EXPECT_EQ(condition(current, "Degraded").value("reason", ""), "PodFailed");
   EXPECT_TRUE(current["status"].contains("completionTime"));
   EXPECT_EQ(current["status"]["restarts"], 1);
   EXPECT_FALSE(stages_.registration(key("flaky")).has_value());
@@ -86,6 +90,7 @@ TEST_F(TrainingJobRestarts, FailureReportedByAStageRestartsTheGangOnce) {
   EXPECT_EQ(current["status"]["restarts"], 1);
   EXPECT_NE(condition(current, "Running").value("message", "").find("illegal memory access"),
             std::string::npos);
+  EXPECT_EQ(condition(current, "Degraded").value("reason", ""), "StageFailed");
   EXPECT_FALSE(stages_.registration(key("oops")).has_value());
   finish_deletions();
   reconcile("oops");  // backoffSeconds 0
@@ -116,6 +121,7 @@ TEST_F(TrainingJobRestarts, StartTimeoutRestartsTheGangAfterTheBackoffEachTime) 
     EXPECT_EQ(current["status"]["restarts"], restart) << current["status"].dump();
     EXPECT_NE(condition(current, "Running").value("message", "").find("startTimeoutSeconds"),
               std::string::npos);
+    EXPECT_EQ(condition(current, "Degraded").value("reason", ""), "StartTimeout");
     for (int m = 0; m < 2; ++m)
       for (const json& pod : member_pods(m)) EXPECT_TRUE(kube::is_being_deleted(pod));
     finish_deletions();
@@ -144,6 +150,7 @@ TEST_F(TrainingJobRestarts, PodDeletedUnderARunningJobRestartsIt) {
   EXPECT_NE(condition(current, "Running").value("message", "").find("gone-s1-r1"),
             std::string::npos)
       << condition(current, "Running").dump();
+  EXPECT_EQ(condition(current, "Degraded").value("reason", ""), "PodsGone");
   EXPECT_EQ(pod_count(), 4u) << "the rest of the gang is terminating";
   for (int m = 0; m < 2; ++m)
     for (const json& pod : member_pods(m)) EXPECT_TRUE(kube::is_being_deleted(pod));
