@@ -6,8 +6,8 @@
 #include <chrono>
 #include <ctime>
 
-#include "kube/object.h"
 #include "tests/support/api_errors.h"
+#include "tests/support/api_object_meta.h"
 #include "tests/support/api_object_rules.h"
 #include "tests/support/api_verbs.h"
 
@@ -45,7 +45,7 @@ std::chrono::system_clock::time_point parse_time(const std::string& text) {
 }
 
 std::string time_after(std::chrono::system_clock::time_point start, std::int64_t seconds) {
-  return kube::format_rfc3339(start + std::chrono::seconds(seconds));
+  return rfc3339(start + std::chrono::seconds(seconds));
 }
 
 // The finalizers the garbage collector needs for this delete (deletionFinalizersForGarbage-
@@ -53,7 +53,7 @@ std::string time_after(std::chrono::system_clock::time_point start, std::int64_t
 // nullopt when they are already right.
 std::optional<std::vector<std::string>> gc_finalizers(const json& object,
                                                       const DeleteOptions& options) {
-  const std::vector<std::string> current = kube::object_finalizers(object);
+  const std::vector<std::string> current = finalizers_of(object);
   bool orphan = false;
   bool foreground = false;
   if (options.orphan_dependents) {
@@ -62,8 +62,8 @@ std::optional<std::vector<std::string>> gc_finalizers(const json& object,
     orphan = options.propagation_policy == "Orphan";
     foreground = options.propagation_policy == "Foreground";
   } else {
-    orphan = kube::has_finalizer(object, kOrphanFinalizer);
-    foreground = !orphan && kube::has_finalizer(object, kForegroundFinalizer);
+    orphan = has_finalizer(object, kOrphanFinalizer);
+    foreground = !orphan && has_finalizer(object, kForegroundFinalizer);
   }
   std::vector<std::string> wanted;
   for (const std::string& finalizer : current) {
@@ -91,7 +91,7 @@ void mark_as_deleting(json& object) {
   }
   if (!metadata.contains("deletionTimestamp") ||
       parse_time(metadata["deletionTimestamp"].get<std::string>()) > now) {
-    metadata["deletionTimestamp"] = kube::format_rfc3339(now);
+    metadata["deletionTimestamp"] = rfc3339(now);
   }
   metadata["deletionGracePeriodSeconds"] = 0;
 }
@@ -195,7 +195,7 @@ std::optional<VerbResult> ApiVerbs::try_remove(const ObjectRef& ref, const json&
   };
   const bool is_namespace = type.group().empty() && type.resource() == "namespaces";
   const bool is_crd = type.resource() == "customresourcedefinitions";
-  if ((is_namespace || is_crd) && !kube::is_being_deleted(current)) {
+  if ((is_namespace || is_crd) && !is_terminating(current)) {
     // The first delete only marks the object; the namespace controller (or the CRD finalizer)
     // empties it and then removes it.
     json marked = current;
@@ -203,7 +203,7 @@ std::optional<VerbResult> ApiVerbs::try_remove(const ObjectRef& ref, const json&
     if (is_namespace) {
       marked["status"]["phase"] = "Terminating";
     } else {
-      kube::add_finalizer(marked, kCrdCleanupFinalizer);
+      add_finalizer(marked, kCrdCleanupFinalizer);
       json& conditions = marked["status"]["conditions"];
       if (!conditions.is_array()) conditions = json::array();
       json kept = json::array();
@@ -231,7 +231,7 @@ std::optional<VerbResult> ApiVerbs::try_remove(const ObjectRef& ref, const json&
   json& metadata = object["metadata"];
   bool graceful = false;
   std::int64_t grace = 0;
-  if (kube::is_being_deleted(current)) {
+  if (is_terminating(current)) {
     const std::int64_t existing = metadata.value("deletionGracePeriodSeconds", std::int64_t{0});
     if (existing > 0) {
       if (!options.grace_period_seconds || *options.grace_period_seconds >= existing) {
@@ -266,7 +266,7 @@ std::optional<VerbResult> ApiVerbs::try_remove(const ObjectRef& ref, const json&
       metadata["finalizers"] = *finalizers;
     }
   }
-  const bool pending_finalizers = !kube::object_finalizers(object).empty();
+  const bool pending_finalizers = !finalizers_of(object).empty();
   std::string remove_version = version;
   if (graceful || pending_finalizers || finalizers) {
     if (!graceful && pending_finalizers) mark_as_deleting(object);

@@ -3,8 +3,8 @@
 #include <map>
 #include <set>
 
-#include "kube/object.h"
 #include "tests/support/api_errors.h"
+#include "tests/support/api_object_meta.h"
 #include "tests/support/api_object_rules.h"
 
 namespace tessel::testing {
@@ -55,10 +55,10 @@ class Pass {
 
   bool run() {
     for (const Item& item : items_) {
-      if (kube::is_being_deleted(item.object())) finish_deletion(item);
+      if (is_terminating(item.object())) finish_deletion(item);
       if (!owner_references(item.object()).empty()) collect_dependent(item);
       if (item.type->group().empty() && item.type->resource() == "nodes" &&
-          !kube::get_annotation(item.object(), kNodeTtl)) {
+          !annotation_of(item.object(), kNodeTtl)) {
         annotate_node_ttl(item);
       }
     }
@@ -70,22 +70,22 @@ class Pass {
     const bool is_namespace = item.type->group().empty() && item.type->resource() == "namespaces";
     if (is_namespace) finish_namespace(item);
     if (item.type->resource() == "customresourcedefinitions" &&
-        kube::has_finalizer(item.object(), kCrdCleanup)) {
+        has_finalizer(item.object(), kCrdCleanup)) {
       finish_crd(item);
     }
-    if (kube::has_finalizer(item.object(), kOrphan)) {
+    if (has_finalizer(item.object(), kOrphan)) {
       for (const Item* dependent : dependents_of(item.uid())) {
         remove_owner_references(*dependent, {item.uid()});
       }
       remove_finalizer(item, kOrphan);
     }
-    if (kube::has_finalizer(item.object(), kForeground)) {
+    if (has_finalizer(item.object(), kForeground)) {
       bool blocked = false;
       for (const Item* dependent : dependents_of(item.uid())) {
         const bool blocking =
             reference_to(*dependent, item.uid()).value("blockOwnerDeletion", false);
         blocked = blocked || blocking;
-        if (!kube::is_being_deleted(dependent->object())) {
+        if (!is_terminating(dependent->object())) {
           remove(*dependent, blocking ? "Foreground" : "Background");
         }
       }
@@ -99,7 +99,7 @@ class Pass {
     for (const Item& other : items_) {
       if (!other.type->namespaced() || meta_string(other.object(), "namespace") != name) continue;
       empty = false;
-      if (!kube::is_being_deleted(other.object())) remove(other, "Background");
+      if (!is_terminating(other.object())) remove(other, "Background");
     }
     if (!empty || !namespace_empty_now(name)) return;
     const json finalizers =
@@ -124,7 +124,7 @@ class Pass {
     for (const Item& other : items_) {
       if (!other.type->custom || other.type->crd_name != name) continue;
       empty = false;
-      if (!kube::is_being_deleted(other.object())) remove(other, "Background");
+      if (!is_terminating(other.object())) remove(other, "Background");
     }
     if (empty && item_type_empty_now(name)) remove_finalizer(item, kCrdCleanup);
   }
@@ -146,8 +146,8 @@ class Pass {
         } else {
           gone.push_back(uid);
         }
-      } else if (kube::is_being_deleted(items_[owner->second].object()) &&
-                 kube::has_finalizer(items_[owner->second].object(), kForeground)) {
+      } else if (is_terminating(items_[owner->second].object()) &&
+                 has_finalizer(items_[owner->second].object(), kForeground)) {
         waiting = true;
         gone.push_back(uid);
       } else {
@@ -158,7 +158,7 @@ class Pass {
       if (!gone.empty()) remove_owner_references(item, gone);
       return;
     }
-    if (!kube::is_being_deleted(item.object())) remove(item, waiting ? "Foreground" : "Background");
+    if (!is_terminating(item.object())) remove(item, waiting ? "Foreground" : "Background");
   }
 
   // kube-controller-manager's TTL controller tells kubelets how long they may cache objects;
@@ -168,7 +168,7 @@ class Pass {
       verbs_.mutate(
           node.ref(),
           [](json& object) {
-            kube::set_annotation(object, kNodeTtl, "0");
+            set_annotation(object, kNodeTtl, "0");
             return true;
           },
           kManager);
@@ -230,7 +230,7 @@ class Pass {
   void remove_finalizer(const Item& item, const std::string& finalizer) {
     act([&] {
       verbs_.mutate(
-          item.ref(), [&](json& object) { return kube::remove_finalizer(object, finalizer); },
+          item.ref(), [&](json& object) { return testing::remove_finalizer(object, finalizer); },
           kManager);
     });
   }
@@ -280,7 +280,7 @@ class Pass {
 };
 
 bool being_deleted_or_owned(const StoredObject& object) {
-  return object && (kube::is_being_deleted(*object) || !owner_references(*object).empty());
+  return object && (is_terminating(*object) || !owner_references(*object).empty());
 }
 
 }  // namespace
@@ -292,7 +292,7 @@ bool GarbageCollector::may_give_work(const StoredEvent& change) {
     return true;
   }
   return change.collection == CollectionKey{"", "nodes"} &&
-         !kube::get_annotation(*change.object, kNodeTtl);
+         !annotation_of(*change.object, kNodeTtl);
 }
 
 GarbageCollector::GarbageCollector(ObjectStore& store, ServedResources& resources, ApiVerbs& verbs)

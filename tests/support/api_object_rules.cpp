@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <random>
 
-#include "kube/object.h"
 #include "tests/support/api_errors.h"
+#include "tests/support/api_object_meta.h"
 #include "tests/support/builtin_semantics.h"
 
 namespace tessel::testing {
@@ -32,7 +32,7 @@ json without_managed_field_times(json object) {
 
 }  // namespace
 
-std::string now_rfc3339() { return kube::format_rfc3339(std::chrono::system_clock::now()); }
+std::string now_rfc3339() { return rfc3339(std::chrono::system_clock::now()); }
 
 std::string new_uid() {
   std::uniform_int_distribution<unsigned> byte(0, 255);
@@ -209,7 +209,7 @@ bool same_but_timestamps(const json& a, const json& b) {
 }
 
 bool should_delete_during_update(const json& old_object, const json& object) {
-  if (!kube::object_finalizers(object).empty() || !kube::is_being_deleted(object)) return false;
+  if (!finalizers_of(object).empty() || !is_terminating(object)) return false;
   const json& old_metadata = old_object["metadata"];
   return !old_metadata.contains("deletionGracePeriodSeconds") ||
          old_metadata["deletionGracePeriodSeconds"] == 0;

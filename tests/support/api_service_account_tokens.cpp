@@ -6,8 +6,8 @@
 #include <stdexcept>
 
 #include "kube/base64.h"
-#include "kube/object.h"
 #include "tests/support/api_errors.h"
+#include "tests/support/api_object_meta.h"
 #include "tests/support/api_object_rules.h"
 #include "tests/support/builtin_semantics_errors.h"
 
@@ -199,7 +199,7 @@ json ServiceAccountTokens::answer_token_request(const std::string& namespace_,
           {"status",
            {{"token", token},
             {"expirationTimestamp",
-             kube::format_rfc3339(std::chrono::time_point_cast<std::chrono::seconds>(expires))}}}};
+             rfc3339(std::chrono::time_point_cast<std::chrono::seconds>(expires))}}}};
 }
 
 }  // namespace tessel::testing

@@ -1,5 +1,4 @@
 // update, patch and the shared update pipeline (declared in api_verbs.h).
-#include "kube/object.h"
 #include "tests/support/api_errors.h"
 #include "tests/support/api_object_rules.h"
 #include "tests/support/api_patch.h"

@@ -1,8 +1,8 @@
 // get, list and create (the other verbs: api_update.cpp, api_delete.cpp).
 #include "tests/support/api_verbs.h"
 
-#include "kube/object.h"
 #include "tests/support/api_errors.h"
+#include "tests/support/api_object_meta.h"
 #include "tests/support/api_object_rules.h"
 #include "tests/support/builtin_semantics.h"
 #include "tests/support/managed_fields.h"
@@ -172,7 +172,7 @@ void ApiVerbs::admit_create(const ResourceType& type, const json& object) const 
     const std::string namespace_ = meta_string(object, "namespace");
     const std::optional<json> found = store_.get({"", "namespaces"}, "", namespace_);
     if (!found) throw not_found({"", "namespaces"}, namespace_);
-    if (kube::is_being_deleted(*found)) {
+    if (is_terminating(*found)) {
       throw forbidden(type.group_resource(), name,
                       "unable to create new content in namespace " + namespace_ +
                           " because it is being terminated");
@@ -190,7 +190,7 @@ void ApiVerbs::admit_create(const ResourceType& type, const json& object) const 
   if (type.custom) {
     const std::optional<json> crd =
         store_.get({"apiextensions.k8s.io", "customresourcedefinitions"}, "", type.crd_name);
-    if (!crd || kube::is_being_deleted(*crd)) {
+    if (!crd || is_terminating(*crd)) {
       throw ApiError(405, failure_status(405, "MethodNotAllowed",
                                          "create not allowed while custom resource definition "
                                          "is terminating",
@@ -229,7 +229,7 @@ void ApiVerbs::after_created(const ResourceType& type, const json& object) {
 }
 
 void ApiVerbs::after_updated(const ResourceType& type, const json& object) {
-  if (type.resource() == "customresourcedefinitions" && !kube::is_being_deleted(object)) {
+  if (type.resource() == "customresourcedefinitions" && !is_terminating(object)) {
     resources_.serve(object);
   }
 }

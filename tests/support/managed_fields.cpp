@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <tuple>
 
+#include "tests/support/api_object_meta.h"
 #include "tests/support/managed_fields_set.h"
 #include "tests/support/managed_fields_walk.h"
 
@@ -37,14 +37,7 @@ struct Entry {
   auto sort_key() const { return std::tie(manager, operation, api_version, subresource); }
 };
 
-std::string now_rfc3339() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buffer;
-}
+std::string now_rfc3339() { return rfc3339(std::chrono::system_clock::now()); }
 
 // The fields kube-apiserver never records as anyone's (its stripMetaManager).
 const FieldSet& stripped_fields() {
