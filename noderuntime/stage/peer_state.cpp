@@ -1,6 +1,6 @@
 #include "noderuntime/stage/peer_state.h"
 
-#include <cstring>
+#include <exception>
 
 namespace tessel::stage {
 namespace {
@@ -31,9 +31,10 @@ uint64_t get64(const uint32_t* in) { return uint64_t{in[0]} | uint64_t{in[1]} <<
 
 }  // namespace
 
-void send_peer_state(transport::Communicator& comm, int peer, int64_t step,
+void send_peer_state(transport::Communicator& comm, const std::vector<int>& peers, int64_t step,
                      const std::optional<PeerState>& state) {
   uint32_t header[kHeaderWords] = {};
+  std::vector<std::byte> padded;
   if (state) {
     const StateFacts& f = state->facts;
     header[0] = 1;
@@ -44,12 +45,25 @@ void send_peer_state(transport::Communicator& comm, int peer, int64_t step,
     put64(header + 8, f.seed);
     header[10] = static_cast<uint32_t>(f.stage);
     header[11] = static_cast<uint32_t>(f.replica);
+    padded = state->bytes;
+    padded.resize((padded.size() + 3) / 4 * 4, std::byte{0});
   }
-  comm.send(peer, header_info(step), std::as_bytes(std::span(header)));
-  if (!state) return;
-  std::vector<std::byte> padded = state->bytes;
-  padded.resize((padded.size() + 3) / 4 * 4, std::byte{0});
-  comm.send(peer, file_info(step, state->bytes.size()), padded);
+  // To every peer at once (each over its own connection), then wait for all.
+  std::vector<transport::Request> sends;
+  for (int peer : peers) {
+    sends.push_back(comm.isend(peer, header_info(step), std::as_bytes(std::span(header))));
+    if (state) sends.push_back(comm.isend(peer, file_info(step, state->bytes.size()), padded));
+  }
+  // Every request waited before the buffers go, the first failure thrown after.
+  std::exception_ptr failure;
+  for (transport::Request& send : sends) {
+    try {
+      send.wait();
+    } catch (...) {
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 void receive_peer_state(transport::Communicator& comm, int peer, const std::string& peer_label,

@@ -34,9 +34,10 @@ struct PeerState {
   std::vector<std::byte> bytes;
 };
 
-// Sends `state` of step `step` to `peer`, or (nullopt) the header that says this rank could not
-// read it, so that the peer fails at once instead of waiting. Throws the transport's error.
-void send_peer_state(transport::Communicator& comm, int peer, int64_t step,
+// Sends `state` of step `step` to every one of `peers` at once, or (nullopt) the header that
+// says this rank could not read it, so that they fail at once instead of waiting. Returns when
+// every send is done; throws the transport's error.
+void send_peer_state(transport::Communicator& comm, const std::vector<int>& peers, int64_t step,
                      const std::optional<PeerState>& state);
 
 // Receives the state of step `step` that `peer` (named `peer_label`) sends, checks it and loads

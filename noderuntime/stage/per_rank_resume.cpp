@@ -21,7 +21,7 @@ void load_and_send(const StoredState& stored, const std::vector<int>& receivers,
   } catch (const SafetensorsError& e) {
     failure.emplace(e.what());
   }
-  for (int peer : receivers) send_peer_state(comm, peer, stored.step, state);
+  send_peer_state(comm, receivers, stored.step, state);
   if (failure) throw *failure;
   load_state(state->bytes, stored.facts, stored.path, stored.manifest_path, runtime);
 }

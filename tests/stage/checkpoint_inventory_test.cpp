@@ -175,7 +175,7 @@ TEST_F(Inventory, AStateSentToAPeerLoadsBitForBitAndOneChangedInTransitIsRefused
           PeerState state{stored.facts, read_stored_state(stored, runtime)};
           load_state(state.bytes, stored.facts, stored.path, stored.manifest_path, runtime);
           if (tamper) state.bytes[state.bytes.size() - 3] ^= std::byte{1};
-          send_peer_state(comm, peer, 3, state);
+          send_peer_state(comm, {peer}, 3, state);
         } else {
           receive_peer_state(comm, peer, "rank " + std::to_string(peer), 3, runtime);
         }
