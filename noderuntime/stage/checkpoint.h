@@ -17,12 +17,20 @@
 // <dir> is its own (stage pods in different clusters share no volume) and holds only that
 // rank's files. The all-reduce carries every file's size and CRC32C to every rank, so every
 // rank writes the same manifest bytes (all ranks' entries) into its own dir and prunes its own
-// old steps. A rank loads only its own file, so the manifest serves each dir as in a shared
-// one; that the ranks resume from the same step is checked by the caller (stage_process.h).
+// old steps. Resuming takes the inventory of each dir (inventory_states: the committed steps at
+// which it holds a verified file of the rank's stage, whichever replica wrote it; every step
+// skipped said with its fault), and the ranks agree on a step from them (per_rank_resume.h).
+//
+// Another width: a checkpoint resumes a job of another number of data-parallel replicas with
+// the same model, stages, chunks, layer split and global batch (the data position counts global
+// sequences); a rank loads any replica's file of its stage (they hold the same state). Another
+// split or global batch is refused naming both (CheckpointMismatch).
 //
 // The manifest (format "tessel-stage-checkpoint-2"):
 //   {"format": "tessel-stage-checkpoint-2", "step": 10, "data_position": 80, "seed": 1337,
-//    "world_size": 4,
+//    "world_size": 4,                                               the job that wrote it
+//    "layout": {"stages": 2, "replicas": 2, "chunks": 1, "layer_split": [2, 2],
+//               "micro_batch": 2, "micro_batches": 4},             (absent in older manifests)
 //    "files": [{"rank": 0, "stage": 0, "replica": 0,
 //               "file": "step-00000010/rank-00000.safetensors",   relative to <dir>
 //               "bytes": 1234567, "crc32c": "1a2b3c4d"}, ...]}     of the whole file
@@ -33,9 +41,10 @@
 // the CRC32C of the tensor's bytes) for every tensor, and "metadata_crc32c", the CRC32C of every
 // other metadata entry (metadata_digest), so an edited step or data_position is detected.
 //
-// Loading verifies, before any value is used: the manifest's entry for the rank (its file name,
+// Loading verifies, before any value is used: the manifest's entry for the file (its name,
 // size and CRC32C), the metadata checksum and the fields the manifest repeats (step,
-// data_position, seed), every tensor's checksum, the rank's identity, every tensor's shape, and
+// data_position, seed), every tensor's checksum, the file's identity (the stage of the rank
+// loading it, the replica the manifest lists it as, the same job), every tensor's shape, and
 // that every value is finite (a checkpoint of a diverged state is refused naming the tensor).
 // Saving refuses a non-finite value too, naming the rank and tensor. Checkpoints of format
 // "tessel-stage-checkpoint-1" (no checksums) are refused with a message saying so.

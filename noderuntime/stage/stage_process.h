@@ -8,9 +8,10 @@
 // whose file is at fault (rank 0 for the manifest) with an error naming the file and the tensor
 // or field, the others with an error naming that rank.
 // checkpoint.shared: false (each rank's dir its own): every rank writes the manifests into its
-// own dir and reads its own manifest.json on resume; the ranks exchange the steps they found
-// and resume only when all have the same one (or none has any). Ranks of different steps (a
-// pod's volume lost) fail every rank with one error naming the ranks and their steps.
+// own dir; on resume the ranks agree on the newest step every stage holds a verified state of,
+// skipping (and naming) damaged, torn or unfinished steps, and a rank without it receives it
+// from a data-parallel peer (per_rank_resume.h). No such step: every rank fails with one error
+// naming the stages with no state and the steps each rank holds.
 //
 // Progress through `progress` (progress_reporter.h; the events of progress.proto, named here
 // as in the JSON lines):
