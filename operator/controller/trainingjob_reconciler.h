@@ -11,15 +11,25 @@
 //                                bypassed)
 //   suspended                 -> delete its pods (the stages checkpoint on SIGTERM); Suspended
 //   no pods                   -> choose GPUs, place, create Secret + ConfigMap + pods in each
-//                                member, all or none; or Pending with the reason
+//                                member, all or none (an elastic job at the widest width that
+//                                fits); or Pending with the reason
 //   pods terminating, or left -> wait until they are gone (they hold GPUs, and the next attempt's
 //   by an earlier attempt        pods take their names); one of the current attempt deleted
 //                                under a Starting or Running job fails that attempt
 //   pods, not all Running     -> Starting; after startTimeoutSeconds or on a failed pod (or a
-//                                failure a stage reported), delete them all and start again
-//                                after backoffSeconds (at most maxRestarts times, then Failed)
-//   all Running               -> Running; the stage service's progress folded into status at
-//                                most once per status interval
+//                                failure a stage reported, or a stage pod's Node not Ready),
+//                                Degraded with the reason, delete them all (those on a lost
+//                                Node with gracePeriodSeconds 0), exclude the node at fault from
+//                                the next placements while the job fits without it, and start
+//                                again after backoffSeconds (at most maxRestarts times, then
+//                                Failed); a re-placement keeps the layer split
+//   all Running               -> Running (Degraded False, Recovered, after a failure); the stage
+//                                service's progress folded into status at most once per status
+//                                interval; an elastic job narrower than its spec grows back
+//                                (a resize, not a restart) once its full width fits
+//   a member not answering    -> MembersReachable False; its pods, last seen Running, left
+//                                training; a new attempt goes elsewhere, and the old pods there
+//                                are deleted when it answers
 //   all Succeeded             -> Succeeded
 //
 // Everything it remembers between reconciles (tokens, GPUs just assigned, when status was last

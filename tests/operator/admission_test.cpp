@@ -57,6 +57,30 @@ TEST(Admission, AnInvalidJobIsRefusedNamingEveryField) {
   EXPECT_NE(schema.find("spec.training.beta1: must be <= 1, got 2"), std::string::npos);
 }
 
+// spec.elastic: the minimum is a width the job has; elastic may be set on a running job (it
+// decides only later placements).
+TEST(Admission, ElasticMinReplicasIsCheckedAgainstTheFullWidth) {
+  json job = example_job();
+  job["spec"]["elastic"] = {{"minReplicas", 1}};
+  EXPECT_EQ(review_admission(review("CREATE", job))["response"]["allowed"], true);
+  job["spec"]["elastic"]["minReplicas"] = 3;
+  const json refused = review_admission(review("CREATE", job))["response"];
+  EXPECT_EQ(refused["allowed"], false);
+  EXPECT_EQ(refused["status"]["message"],
+            "spec.elastic.minReplicas: 3 exceeds spec.parallelism.replicas 2 (the job's full "
+            "width)");
+  job["spec"]["elastic"]["minReplicas"] = 0;
+  EXPECT_NE(review_admission(review("CREATE", job))["response"]["status"]["message"]
+                .get<std::string>()
+                .find("spec.elastic.minReplicas: must be >= 1, got 0"),
+            std::string::npos);
+  json running = example_job();
+  running["status"] = {{"phase", "Running"}};
+  json elastic = running;
+  elastic["spec"]["elastic"] = {{"minReplicas", 1}};
+  EXPECT_EQ(review_admission(review("UPDATE", elastic, running))["response"]["allowed"], true);
+}
+
 TEST(Admission, ParallelismIsFixedWhileRunningButStepsMayChange) {
   json running = example_job();
   running["status"] = {{"phase", "Running"}};
