@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "checkpoint_damage.h"
@@ -50,7 +51,8 @@ class Inventory : public ::testing::Test {
   std::string ckpt(int rank) const { return (dir_ / ("rank-" + std::to_string(rank))).string(); }
 
   // Every rank's inventory of the dir `dir_of` gives it (its own by default).
-  std::vector<Found> inventories(std::function<std::string(int)> dir_of = {}) {
+  std::vector<Found> inventories(std::function<std::string(int)> dir_of = {},
+                                 std::optional<TrainingOptions> options = std::nullopt) {
     if (!dir_of) dir_of = [this](int rank) { return ckpt(rank); };
     std::vector<Found> found(4);
     testing::RunHooks take;
@@ -70,7 +72,7 @@ class Inventory : public ::testing::Test {
       }
       f.lines = err.str();
     };
-    testing::run_pipeline(config_, layout_, options_, 0, take);
+    testing::run_pipeline(config_, layout_, options.value_or(options_), 0, take);
     return found;
   }
 
@@ -157,6 +159,20 @@ TEST_F(Inventory, ADamagedFileIsSkippedNamingTheTensorAndAnyReplicasFileServes) 
                        "rank 2: resume: skipping step 3: " + checkpoint_step_manifest(ckpt(1), 3) +
                            ": none of the files it lists for stage 0 is in " + ckpt(1)))
       << found[2].lines;
+}
+
+TEST_F(Inventory, AnotherGlobalBatchIsRefusedNamingBothNotSkipped) {
+  TrainingOptions more = options_;
+  more.micro_batches = 3;
+  const auto found = inventories({}, more);
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(found[rank].error, checkpoint_step_manifest(ckpt(rank), 3) +
+                                     ": written with a global batch of 8 sequences (2 replicas x "
+                                     "2 micro-batches of 2); this job's is 12 sequences (2 "
+                                     "replicas x 3 micro-batches of 2): a checkpoint resumes only "
+                                     "the same global batch");
+    EXPECT_EQ(found[rank].lines, "");
+  }
 }
 
 TEST_F(Inventory, AStateSentToAPeerLoadsBitForBitAndOneChangedInTransitIsRefused) {
