@@ -122,7 +122,7 @@ void parse_workload(const Section& root, const std::string& source, JobSpec& job
 void parse_training(const Section& root, JobSpec& job) {
   const Section t = root.section("training");
   t.allow({"steps", "learning_rate", "weight_decay", "beta1", "beta2", "eps", "grad_clip", "seed",
-           "threads"});
+           "threads", "optimizer"});
   job.steps = static_cast<int>(t.required_integer("steps", 1, kIntMax));
   TrainingOptions& o = job.training;
   o.adamw.learning_rate = static_cast<float>(t.number("learning_rate", 3e-4));
@@ -133,6 +133,37 @@ void parse_training(const Section& root, JobSpec& job) {
   o.grad_clip = static_cast<float>(t.number("grad_clip", 1.0));
   o.seed = t.unsigned_integer("seed", 1337);
   job.threads = static_cast<int>(t.integer("threads", 1, 1, 256));
+  try {
+    o.optimizer = parse_inner_optimizer(t.string("optimizer", "adamw"));
+  } catch (const std::invalid_argument& e) {
+    t.fail("training.optimizer", e.what());
+  }
+}
+
+void parse_data_parallel(const Section& root, JobSpec& job) {
+  if (!root.has("data_parallel")) return;
+  const Section d = root.section("data_parallel");
+  const std::string mode = d.required_string("mode");
+  if (mode == "synchronous") {
+    d.allow({"mode"});
+    return;
+  }
+  if (mode != kLowCommunicationMode) {
+    d.fail("data_parallel.mode",
+           "must be \"synchronous\" or \"low-communication\", got \"" + mode + "\"");
+  }
+  d.allow({"mode", "sync_every", "delta_bits", "outer_learning_rate", "outer_momentum", "nesterov",
+           "delayed", "stagger"});
+  LowCommunication& l = job.training.low_communication;
+  l.enabled = true;
+  l.sync_every = static_cast<int>(d.integer("sync_every", l.sync_every, 1, kMaxSyncEvery));
+  l.delta_bits = static_cast<int>(d.integer("delta_bits", l.delta_bits, 4, 32));
+  l.outer_learning_rate = static_cast<float>(d.number("outer_learning_rate", 0.7));
+  l.outer_momentum = static_cast<float>(d.number("outer_momentum", 0.9));
+  l.nesterov = d.boolean("nesterov", l.nesterov);
+  l.delayed = d.boolean("delayed", l.delayed);
+  l.stagger = d.boolean("stagger", l.stagger);
+  l.final_step = job.steps;
 }
 
 void parse_data(const Section& root, JobSpec& job) {
@@ -378,22 +409,36 @@ void parse_rendezvous(const Section& root, JobSpec& job) {
 
 }  // namespace
 
+nlohmann::ordered_json data_parallel_json(const LowCommunication& mode) {
+  if (!mode.enabled) return {{"mode", "synchronous"}};
+  return {{"mode", kLowCommunicationMode},
+          {"sync_every", mode.sync_every},
+          {"delta_bits", mode.delta_bits},
+          {"outer_learning_rate", mode.outer_learning_rate},
+          {"outer_momentum", mode.outer_momentum},
+          {"nesterov", mode.nesterov},
+          {"delayed", mode.delayed},
+          {"stagger", mode.stagger}};
+}
+
 JobSpec parse_job_spec(const std::string& text, const std::string& source) {
   json document;
   try {
     document = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number like 1e400
     throw ConfigError(source + ": not valid JSON: " + e.what());
   }
   const Section root(document, "", source);
   root.allow({"format_version", "job_id", "workload", "training", "data", "schedule", "pipeline",
-              "ranks", "links", "timeouts", "checkpoint", "trace", "progress", "rendezvous"});
+              "ranks", "links", "timeouts", "checkpoint", "trace", "progress", "rendezvous",
+              "data_parallel"});
   const int64_t version = root.integer("format_version", 1, 0, kIntMax);
   if (version != 1) root.fail("format_version", "unsupported version " + std::to_string(version));
   JobSpec job;
   job.job_id = root.unsigned_integer("job_id", 1);
   parse_workload(root, source, job);
   parse_training(root, job);
+  parse_data_parallel(root, job);
   parse_data(root, job);
   parse_schedule(root, job);
   parse_pipeline(root, job);
@@ -404,6 +449,12 @@ JobSpec parse_job_spec(const std::string& text, const std::string& source) {
   parse_checkpoint(root, job);
   parse_trace(root, job);
   parse_progress(root, job);
+  if (job.training.low_communication.enabled && !job.checkpoint.dir.empty()) {
+    root.fail("checkpoint",
+              "the low-communication mode's outer state (theta_start, momentum, "
+              "residuals) is not checkpointed yet: leave checkpoint out or use "
+              "data_parallel.mode \"synchronous\"");
+  }
   try {
     job.training.validate();
     job.layout.validate(job.model);

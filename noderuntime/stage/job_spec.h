@@ -18,7 +18,17 @@
 //                                 per replica m = global_batch / (replicas x micro_batch).
 //   "training": {"steps": 100,    required, >= 1
 //                "learning_rate": 3e-4, "weight_decay": 0.1, "beta1": 0.9, "beta2": 0.95,
-//                "eps": 1e-8, "grad_clip": 1.0 (0: off), "seed": 1337, "threads": 1},
+//                "eps": 1e-8, "grad_clip": 1.0 (0: off), "seed": 1337, "threads": 1,
+//                "optimizer": "adamw" | "sgd"},  sgd: plain SGD with learning_rate, weight_decay
+//   "data_parallel": {"mode": "synchronous"}     optional; synchronous (the default) sums every
+//                                 step's gradients over the replicas
+//         | {"mode": "low-communication", "sync_every": 50 (H, 1 to kMaxSyncEvery),
+//            "delta_bits": 32 | 8 | 4, "outer_learning_rate": 0.7, "outer_momentum": 0.9 ([0, 1)),
+//            "nesterov": true, "delayed": true, "stagger": false}
+//                                 DiLoCo-style (outer_sync.h): H inner steps per replica (its
+//                                 island's gradients summed every step), then the stage's
+//                                 replicas average the parameter delta and take an outer
+//                                 Nesterov step; not combinable with "checkpoint" yet
 //   "data": {"kind": "synthetic", "seed": 1, "bytes": 1000000}
 //         | {"kind": "text", "path": "corpus.txt"},   byte-level tokens (vocab >= 256)
 //   "schedule": {"kind": "gpipe" | "1f1b" | "interleaved", "chunks": 1 (v), "microbatch_group":
@@ -87,6 +97,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -158,6 +169,11 @@ struct JobSpec {
 // definition for the reader and the writer (api/stage_job_file.h).
 using placement::kMaxIslandLabel;
 using placement::kMaxJobFilePath;
+
+// job.json's "data_parallel" value for `mode`: the one writer of its field names (the launcher
+// and, once the TrainingJob has the field, the operator put it in api::StageJobFile).
+inline constexpr const char* kLowCommunicationMode = "low-communication";
+nlohmann::ordered_json data_parallel_json(const LowCommunication& mode);
 
 // source names the text in errors (the file's path). Throws ConfigError.
 JobSpec parse_job_spec(const std::string& text, const std::string& source);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/adamw.h"
+#include "noderuntime/stage/chunk_model.h"
 #include "noderuntime/stage/parameter_layout.h"
 
 namespace tessel::stage {
@@ -23,5 +24,14 @@ double gradient_sum_of_squares(const ParameterLayout& layout, const float* grads
 // One AdamW update of every parameter; step counts from 1, grad_scale is the clipping factor.
 void adamw_step(const ParameterLayout& layout, float* params, AdamWState& state, const float* grads,
                 const kernels::cpu::AdamWHyperparameters& hp, int step, float grad_scale);
+
+// One plain SGD update: params -= lr (grad_scale grads + weight_decay params), weight decay on the
+// tensors marked decay (hp.learning_rate and hp.weight_decay; the betas and eps are AdamW's).
+void sgd_step(const ParameterLayout& layout, float* params, const float* grads,
+              const kernels::cpu::AdamWHyperparameters& hp, float grad_scale);
+
+// The same on a chunk of any backend, through its host state: the gradients of every bucket
+// (ChunkModel::gradients_for_reduce), the parameters updated and written back, the moments kept.
+void sgd_step(ChunkModel& chunk, const kernels::cpu::AdamWHyperparameters& hp, float grad_scale);
 
 }  // namespace tessel::stage

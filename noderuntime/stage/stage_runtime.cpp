@@ -1,11 +1,13 @@
 #include "noderuntime/stage/stage_runtime.h"
 
+#include <algorithm>
 #include <cmath>
 #include <span>
 #include <stdexcept>
 #include <string>
 
 #include "kernels/cpu/vector_ops.h"
+#include "noderuntime/stage/optimizer.h"
 
 namespace tessel::stage {
 
@@ -35,7 +37,54 @@ const PipelineLayout& validated(const PipelineLayout& layout, const GptConfig& c
   return layout;
 }
 
+// The replicas (by index) of each island of stage s's data-parallel group, in island order.
+std::vector<std::vector<int>> replica_islands(const PipelineLayout& layout, int stage,
+                                              const DataParallelIslands& islands) {
+  std::vector<std::vector<int>> out;
+  for (const std::vector<int>& island :
+       islands_of(layout.data_parallel_group(stage), islands.island_of_rank)) {
+    out.emplace_back();
+    for (int rank : island) out.back().push_back(layout.tasklet_of(rank).replica);
+  }
+  return out;
+}
+
 }  // namespace
+
+// Synchronous data parallelism: every replica's gradients, the world. Low-communication: the
+// rank's island (the same replicas at every stage, checked), every stage of those replicas.
+StageRuntime::SumGroups StageRuntime::sum_groups(const PipelineLayout& layout,
+                                                 const TrainingOptions& options,
+                                                 const DataParallelIslands& islands, int stage,
+                                                 int replica) {
+  StageRuntime::SumGroups groups;
+  if (!options.low_communication.enabled) {
+    groups.gradients = layout.data_parallel_group(stage);
+    groups.step = layout.world();
+    groups.replicas = layout.replicas;
+    groups.counts_in_norm = replica == 0;
+    return groups;
+  }
+  const std::vector<std::vector<int>> first = replica_islands(layout, 0, islands);
+  for (int s = 1; s < layout.stages; ++s) {
+    if (replica_islands(layout, s, islands) != first) {
+      throw ConfigError(
+          "ranks: island: the low-communication mode needs every stage's replicas "
+          "split into the same islands; stage " +
+          std::to_string(s) + "'s differ from stage 0's");
+    }
+  }
+  for (const std::vector<int>& replicas : first) {
+    if (std::find(replicas.begin(), replicas.end(), replica) == replicas.end()) continue;
+    for (int r : replicas) groups.gradients.push_back(layout.rank(stage, r));
+    for (int r : replicas) {
+      for (int s = 0; s < layout.stages; ++s) groups.step.push_back(layout.rank(s, r));
+    }
+    groups.replicas = static_cast<int>(replicas.size());
+    groups.counts_in_norm = replica == replicas.front();
+  }
+  return groups;
+}
 
 StageRuntime::StageRuntime(const GptConfig& config, const PipelineLayout& layout,
                            const TrainingOptions& options, const TokenCorpus& corpus,
@@ -49,8 +98,9 @@ StageRuntime::StageRuntime(const GptConfig& config, const PipelineLayout& layout
       trace_(trace),
       stage_(layout_.tasklet_of(comm.rank()).stage),
       replica_(layout_.tasklet_of(comm.rank()).replica),
-      sync_(comm, layout_.data_parallel_group(stage_), layout_.tie_group(replica_), trace,
-            islands) {
+      groups_(sum_groups(layout_, options, islands, stage_, replica_)),
+      summed_replicas_(groups_.replicas),
+      sync_(comm, groups_.gradients, layout_.tie_group(replica_), trace, islands) {
   options_.validate();
   const placement::ScheduleSpec spec{options_.schedule, layout_.stages, options_.micro_batches,
                                      layout_.chunks, options_.microbatch_group};
@@ -77,6 +127,19 @@ StageRuntime::StageRuntime(const GptConfig& config, const PipelineLayout& layout
   for (size_t i = 0; i < schedule_.size(); ++i) {
     if (schedule_[i].op == Op::Backward) last_backward_[schedule_[i].chunk] = i;
   }
+  if (options_.low_communication.enabled) {
+    outer_ = std::make_unique<OuterSync>(
+        options_.low_communication, comm_,
+        islands_of(layout_.data_parallel_group(stage_), islands.island_of_rank), layout_.world(),
+        stage_, layout_.stages, trace_);
+    outer_->begin(models());
+  }
+}
+
+std::vector<ChunkModel*> StageRuntime::models() {
+  std::vector<ChunkModel*> out;
+  for (auto& chunk : chunks_) out.push_back(&chunk->model);
+  return out;
 }
 
 StageRuntime::~StageRuntime() {
@@ -86,6 +149,7 @@ StageRuntime::~StageRuntime() {
 void StageRuntime::set_position(int64_t steps_done, int64_t data_position) {
   steps_done_ = steps_done;
   data_position_ = data_position;
+  if (outer_) outer_->begin(models());
 }
 
 transport::TensorInfo StageRuntime::message(bool gradient, int micro_batch,
@@ -291,7 +355,7 @@ void StageRuntime::forward(const Instruction& in) {
   const double start = StepTrace::now_s();
   const size_t id = trace_ ? trace_->open(Stream::ForwardCompute, "F " + micro_batch_name(in)) : 0;
   loss_sum_ += chunk.model.forward(slot.act, inputs_.data() + offset, targets_.data() + offset,
-                                   1.0f / static_cast<float>(global_tokens()));
+                                   1.0f / static_cast<float>(summed_tokens()));
   if (trace_) trace_->close(id);
   compute_s_ += since(start);
 }
@@ -340,15 +404,17 @@ void StageRuntime::optimizer_step() {
   double sum_of_squares = 0;
   for (auto& chunk : chunks_) sum_of_squares += chunk->model.gradient_sum_of_squares();
   compute_s_ += since(start);
-  // Replica 0 alone contributes the norm: every replica holds the same reduced gradients.
-  float totals[3] = {replica_ == 0 ? static_cast<float>(sum_of_squares) : 0.0f,
-                     static_cast<float>(loss_sum_), stop_requested_() ? 1.0f : 0.0f};
+  // One replica alone contributes the norm: the summed replicas hold the same reduced gradients.
+  // The low-communication mode votes to stop in the outer sync.
+  const bool vote = !outer_ && stop_requested_();
+  float totals[3] = {groups_.counts_in_norm ? static_cast<float>(sum_of_squares) : 0.0f,
+                     static_cast<float>(loss_sum_), vote ? 1.0f : 0.0f};
   {
     start = StepTrace::now_s();
-    comm_.all_reduce(totals, 3, transport::DType::kF32, layout_.world());
+    comm_.all_reduce(totals, 3, transport::DType::kF32, groups_.step);
     wait_s_ += since(start);
   }
-  report_.loss = totals[1] / static_cast<double>(global_tokens());
+  report_.loss = totals[1] / static_cast<double>(summed_tokens());
   report_.grad_norm = std::sqrt(static_cast<double>(totals[0]));
   report_.stop = totals[2] > 0;
   if (!std::isfinite(report_.loss) || !std::isfinite(report_.grad_norm)) {
@@ -361,10 +427,20 @@ void StageRuntime::optimizer_step() {
                           : 1.0f;
   start = StepTrace::now_s();
   for (auto& chunk : chunks_) {
-    chunk->model.adamw_step(options_.adamw, static_cast<int>(steps_done_ + 1), scale);
+    if (options_.optimizer == InnerOptimizer::kSgd) {
+      sgd_step(chunk->model, options_.adamw, scale);
+    } else {
+      chunk->model.adamw_step(options_.adamw, static_cast<int>(steps_done_ + 1), scale);
+    }
   }
   compute_s_ += since(start);
   if (trace_) trace_->close(id);
+  if (outer_) {
+    const OuterSync::Outcome outcome =
+        outer_->after_inner_step(steps_done_ + 1, models(), stop_requested_());
+    wait_s_ += outcome.wait_s;
+    report_.stop = outcome.stop;
+  }
 }
 
 void StageRuntime::poll_in_flight() {

@@ -18,6 +18,14 @@
 // Without overlap every send and receive is waited at once and the whole all-reduce runs at
 // AllReduce, after the backward.
 //
+// The low-communication mode (options.low_communication, outer_sync.h): the gradients are summed
+// only over the rank's island of its data-parallel group (nothing across islands; a rank without
+// an island sums nothing), the loss is scaled by the island's tokens, and step 3's all-reduce runs
+// over the ranks of the island's replicas (every stage of them), whose norm, loss and step it
+// reports; the inner optimizer step is followed by OuterSync::after_inner_step, which exchanges
+// the parameter deltas every sync_every steps and decides the stop (at its vote steps). The
+// islands must split every stage's replicas the same way.
+//
 // A chunk on a device (chunk_model.h) copies what it sends to the host while the rank goes on:
 // with overlap, a send is queued until its data is on the host and issued from the polls
 // between instructions; a bucket's all-reduce likewise starts once its copy is done
@@ -42,6 +50,7 @@
 #include "noderuntime/stage/activation_pool.h"
 #include "noderuntime/stage/chunk_model.h"
 #include "noderuntime/stage/gradient_sync.h"
+#include "noderuntime/stage/outer_sync.h"
 #include "noderuntime/stage/pipeline_layout.h"
 #include "noderuntime/stage/step_trace.h"
 #include "noderuntime/stage/token_data.h"
@@ -110,8 +119,11 @@ class StageRuntime {
   int64_t data_position() const { return data_position_; }
   std::vector<std::unique_ptr<ChunkState>>& chunks() { return chunks_; }
   const std::vector<std::unique_ptr<ChunkState>>& chunks() const { return chunks_; }
-  // Continues from a checkpoint: the parameters and moments are restored by the caller.
+  // Continues from a checkpoint: the parameters and moments are restored by the caller. In the
+  // low-communication mode the outer cycle restarts from the restored parameters.
   void set_position(int64_t steps_done, int64_t data_position);
+  // The low-communication mode's outer state; null in synchronous data parallelism.
+  const OuterSync* outer_sync() const { return outer_.get(); }
 
  private:
   struct PendingRecv {
@@ -145,6 +157,13 @@ class StageRuntime {
     return int64_t{layout_.replicas} * options_.micro_batches * options_.micro_batch *
            config_.seq_len;
   }
+  // Tokens whose gradients are summed each step: the global batch, or in the low-communication
+  // mode the batches of the rank's island's replicas.
+  int64_t summed_tokens() const {
+    return int64_t{summed_replicas_} * options_.micro_batches * options_.micro_batch *
+           config_.seq_len;
+  }
+  std::vector<ChunkModel*> models();
   transport::TensorInfo message(bool gradient, int micro_batch, int to_virtual_stage) const;
 
   const GptConfig config_;
@@ -159,7 +178,21 @@ class StageRuntime {
   std::vector<placement::Instruction> schedule_;
   std::vector<size_t> next_compute_;   // per index: the first compute instruction after it
   std::vector<size_t> last_backward_;  // per chunk: index of its last Backward
+  // The replicas whose gradients are summed (the data-parallel group, or the rank's island of it
+  // in the low-communication mode), the ranks of step 3's all-reduce, and whether this rank's
+  // gradients count in the norm (the first summed replica's).
+  struct SumGroups {
+    std::vector<int> gradients;
+    std::vector<int> step;
+    int replicas = 0;
+    bool counts_in_norm = false;
+  };
+  static SumGroups sum_groups(const PipelineLayout& layout, const TrainingOptions& options,
+                              const DataParallelIslands& islands, int stage, int replica);
+  const SumGroups groups_;
+  const int summed_replicas_;
   GradientSync sync_;
+  std::unique_ptr<OuterSync> outer_;
   int64_t steps_done_ = 0;
   int64_t data_position_ = 0;
 
