@@ -58,6 +58,38 @@ TEST(YamlJson, HostileDocumentsAreRefusedWithTheirPlace) {
   EXPECT_NE(error_of("a: " + deep).find("nested deeper than 64"), std::string::npos);
 }
 
+// Found by tests/fuzz (trainingjob, job_file): yaml-cpp's LoadAll never returned on a ',' that
+// starts no node (regressions/*/stray-comma-yaml-loadall-hang).
+TEST(YamlJson, AStrayCommaIsRefusedWithItsPlace) {
+  EXPECT_EQ(error_of(","),
+            "job.yaml: line 1, column 1: unexpected ',' (no YAML node starts with it)");
+  EXPECT_EQ(error_of("# A TrainingJob:\n,"),
+            "job.yaml: line 2, column 1: unexpected ',' (no YAML node starts with it)");
+  EXPECT_EQ(error_of("a: 1\n---\n,x"),
+            "job.yaml: line 3, column 1: unexpected ',' (no YAML node starts with it)");
+  EXPECT_EQ(error_of("a: 1\n---\nb: 2\n---\nc: 3\n"),
+            "job.yaml: expected one YAML document, found 3");
+  EXPECT_EQ(error_of(""), "job.yaml: expected one YAML document, found 0");
+}
+
+// Found by tests/fuzz (trainingjob): a name that is not UTF-8 reached an error message that
+// nlohmann::json could not write (regressions/trainingjob/metadata-name-not-utf8).
+TEST(YamlJson, TextThatIsNotUtf8IsRefusedNamingTheByte) {
+  EXPECT_EQ(error_of("kind: Training\x8aJob\n"),
+            "job.yaml: line 1, column 15: byte 0x8a is not UTF-8 (YAML and JSON text is UTF-8)");
+  EXPECT_EQ(error_of("a: 1\nname: \"fab\xff\"\n"),
+            "job.yaml: line 2, column 11: byte 0xff is not UTF-8 (YAML and JSON text is UTF-8)");
+  EXPECT_NE(error_of("a: \xc0\xaf\n").find("byte 0xc0 is not UTF-8"),
+            std::string::npos);  // overlong
+  EXPECT_NE(error_of("a: \xed\xa0\x80\n").find("byte 0xed is not UTF-8"),
+            std::string::npos);  // surrogate
+  EXPECT_NE(error_of("a: \xe2\x82").find("byte 0xe2 is not UTF-8"), std::string::npos);  // cut
+  const std::string text =
+      "gr\xc3\xbc\xc3\x9f"
+      "e \xe2\x82\xac \xf0\x9f\x9a\x80";  // 2, 3, 4 bytes
+  EXPECT_EQ(yaml_to_json("a: \"" + text + "\"\n", "t")["a"], text);
+}
+
 TEST(YamlJson, AliasBombsAreBounded) {
   std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
   for (int i = 1; i < 9; ++i) {
