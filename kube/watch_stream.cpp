@@ -53,6 +53,8 @@ WatchEvent parse_watch_event(std::string_view line) {
   } catch (const json::parse_error& e) {
     // Not e.what(): nlohmann quotes the last token read, which can be a whole long string.
     fail("malformed JSON at byte " + std::to_string(e.byte), line);
+  } catch (const json::out_of_range&) {
+    fail("a number out of the range of a double", line);  // e.g. 1e400
   }
   if (!event.is_object()) fail("event is not a JSON object", line);
 

@@ -334,13 +334,20 @@ Placement read_placement_file(const std::string& path) {
                            " MiB: not a placement from `tessel plan --format json`");
   }
   if (in.bad()) throw PlacementError(path + ": cannot read the placement: " + std::strerror(errno));
+  return parse_placement_text(text, path);
+}
+
+Placement parse_placement_text(const std::string& text, const std::string& path) {
+  if (text.size() > kMaxPlacementFileBytes)
+    throw PlacementError(path + ": more than " + std::to_string(kMaxPlacementFileBytes >> 20) +
+                         " MiB: not a placement from `tessel plan --format json`");
   if (nesting_depth(text, kMaxPlacementJsonDepth) > kMaxPlacementJsonDepth)
     throw PlacementError(path + ": nested more than " + std::to_string(kMaxPlacementJsonDepth) +
                          " levels deep: not a placement from `tessel plan --format json`");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range (1e400)
     std::string why = e.what();
     const size_t bracket = why.find("] ");
     if (why.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)

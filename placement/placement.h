@@ -85,6 +85,8 @@ Placement placement_from_json(const nlohmann::json& j, const std::string& source
 // Reads a `tessel plan --format json` file: at most kMaxPlacementFileBytes, nested at most
 // kMaxPlacementJsonDepth, JSON, then placement_from_json. Throws PlacementError naming the path.
 Placement read_placement_file(const std::string& path);
+// The same for a file's text; `path` names it in errors.
+Placement parse_placement_text(const std::string& text, const std::string& path);
 
 // THE check of a placement before anything runs it (`tessel simulate --placement`,
 // `tessel local --placement`, the operator): planned for this topology (id, device count and

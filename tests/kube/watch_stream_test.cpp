@@ -145,6 +145,14 @@ std::string decode_error(std::string_view body) {
   return {};
 }
 
+// nlohmann throws out_of_range, not parse_error, for a number no double holds (tests/fuzz found it
+// in job.json and safetensors); it escaped the decoder too (regressions/watch_stream).
+TEST(WatchDecoder, ANumberOutOfRangeIsADecodeError) {
+  EXPECT_EQ(decode_error("{\"type\":\"ADDED\",\"object\":{\"a\":1e400}}\n"),
+            "watch stream: a number out of the range of a double: "
+            "{\"type\":\"ADDED\",\"object\":{\"a\":1e400}}");
+}
+
 TEST(WatchDecoder, MalformedJsonQuotesAtMost200BytesOfTheLine) {
   const std::string line = "{\"type\":\"ADDED\",\"object\":{\"data\":\"" + std::string(300, 'x') +
                            "SECRET-TAIL\"}" + std::string(1000, 'y');

@@ -235,6 +235,9 @@ TEST(PlacementFile, MalformedFilesAreRefusedNamingTheFieldOrThePosition) {
   j["convergence"][0] = {1};
   EXPECT_ERROR(error_of(j), "p.json: convergence[0]: expected [evaluations, best cost]");
   EXPECT_ERROR(error_of_text("{\"a\": NaN}"), "p.json: not JSON: ");
+  // out_of_range, not parse_error (tests/fuzz found it in job.json; regressions/placement_json).
+  EXPECT_ERROR(error_of_text("{\"seed\": 1e400}"),
+               "p.json: not JSON: number overflow parsing '1e400'");
 }
 
 TEST(PlacementFile, SizeAndNestingAreBoundedBeforeParsing) {
