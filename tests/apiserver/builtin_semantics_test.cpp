@@ -14,12 +14,9 @@ namespace {
 
 using json = nlohmann::json;
 using kube::testing::fixture;
-using tessel::kube::ResourceInfo;
-
-const ResourceInfo& info(const std::string& group, const std::string& kind) {
-  static const tessel::kube::ResourceRegistry registry;
-  for (const auto& r : registry.resources()) {
-    if (r.gvr.group == group && r.kind == kind) return r;
+const ApiResource& info(const std::string& group, const std::string& kind) {
+  for (const ApiResource& r : served_builtin_resources()) {
+    if (r.group == group && r.kind == kind) return r;
   }
   throw std::runtime_error("no resource for " + kind);
 }
@@ -39,7 +36,7 @@ json managed_fields_without_times(json object) {
 }
 
 // A create as kube-apiserver runs it: decode, field manager, admission, validation.
-json create(const ResourceInfo& resource, json object) {
+json create(const ApiResource& resource, json object) {
   EXPECT_FALSE(decode_error(resource, object).has_value());
   apply_decode_defaults(resource, object);
   object["metadata"]["creationTimestamp"] = "2026-11-21T23:02:25Z";
@@ -49,7 +46,7 @@ json create(const ResourceInfo& resource, json object) {
   return object;
 }
 
-void expect_created_as_captured(const ResourceInfo& resource, const std::string& name) {
+void expect_created_as_captured(const ApiResource& resource, const std::string& name) {
   const json captured = fixture(name);
   const json created = create(resource, captured["request"]["body"]);
   EXPECT_EQ(without_server_fields(created), without_server_fields(captured["response"]["body"]));

@@ -1,32 +1,43 @@
 // Discovery and OpenAPI documents against the ones a v1.26 kube-apiserver served
 // (fixtures/kube-1.26/discovery) and the minimal OpenAPI kubectl 1.32 was shown to need
-// (fixtures/kube-1.26/openapi-minimal).
+// (fixtures/kube-1.26/openapi-minimal); the served built-in resources against the captured
+// discovery documents, field by field.
 #include "tests/support/discovery.h"
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
-#include "tests/kube/custom_resources.h"
 #include "tests/kube/fixtures.h"
+#include "tests/support/api_builtin_resources.h"
+#include "tests/support/api_resources.h"
 
 namespace tessel::testing {
 namespace {
 
 using json = nlohmann::json;
-using tessel::kube::ResourceRegistry;
 
 json captured(const std::string& name) { return kube::testing::fixture(name)["response"]["body"]; }
 
 json trainingjob_crd() { return captured("200-get-crd-established.json"); }
 
-// What the captured server served: the built-in resources and tessel's two CRDs' (kube/ builds
-// in no custom resource).
-ResourceRegistry served() {
-  ResourceRegistry registry;
-  registry.add(kube::testing::trainingjobs_resource());
-  registry.add(kube::testing::memberclusters_resource());
-  return registry;
+// What the test server serves with tessel's TrainingJob CRD established, as the captured server
+// did.
+std::vector<ApiResource> served(const json& crd = trainingjob_crd()) {
+  ServedResources resources;
+  resources.serve(crd);
+  return resources.resources();
+}
+
+ApiResource resource(const std::string& group, const std::string& version,
+                     const std::string& plural, const std::string& kind) {
+  ApiResource r;
+  r.group = group;
+  r.version = version;
+  r.resource = plural;
+  r.kind = kind;
+  return r;
 }
 
 // The captured entry of `name` in an APIResourceList.
@@ -69,13 +80,15 @@ TEST(ApiGroupList, ListsTheServedGroupsAsTheRealServerDoes) {
     ASSERT_LT(position, expected["groups"].size()) << group["name"] << " out of order or unknown";
     EXPECT_EQ(group, expected["groups"][position]);
   }
-  EXPECT_EQ(list["groups"].size(), 4u);  // events, apiextensions, coordination, tessel.dev
+  // apps, events, authorization, policy, rbac, admissionregistration, apiextensions,
+  // coordination, tessel.dev
+  EXPECT_EQ(list["groups"].size(), 9u);
 }
 
 TEST(ApiGroupList, OrdersVersionsByKubernetesPriority) {
-  ResourceRegistry served;
+  std::vector<ApiResource> served;
   for (const char* version : {"v1alpha1", "v2", "v1beta2", "v1", "v1beta10", "zzz"}) {
-    served.add({{"example.com", version, "things"}, "Thing", true, {}, {}});
+    served.push_back(resource("example.com", version, "things", "Thing"));
   }
   const json group = api_group(served, "example.com");
   std::vector<std::string> versions;
@@ -86,8 +99,7 @@ TEST(ApiGroupList, OrdersVersionsByKubernetesPriority) {
 }
 
 TEST(ApiGroup, MatchesTheCapturedOne) {
-  EXPECT_EQ(api_group(served(), "tessel.dev"),
-            captured("discovery/apis-tessel.dev.json"));
+  EXPECT_EQ(api_group(served(), "tessel.dev"), captured("discovery/apis-tessel.dev.json"));
   EXPECT_TRUE(api_group(served(), "nope.example.com").is_null());
   EXPECT_TRUE(api_group(served(), "").is_null());
 }
@@ -104,7 +116,11 @@ TEST(ApiResourceList, CoreResourcesAreListedAsTheRealServerListsThem) {
     EXPECT_EQ(entry, entry_named(expected, entry["name"]));
   }
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));
-  EXPECT_EQ(names.size(), 14u);
+  EXPECT_EQ(names, (std::vector<std::string>{"configmaps", "endpoints", "events", "namespaces",
+                                             "namespaces/finalize", "namespaces/status", "nodes",
+                                             "nodes/status", "pods", "pods/binding", "pods/status",
+                                             "secrets", "serviceaccounts", "serviceaccounts/token",
+                                             "services", "services/status"}));
 }
 
 TEST(ApiResourceList, GroupsServedWhollyMatchExactly) {
@@ -116,45 +132,87 @@ TEST(ApiResourceList, GroupsServedWhollyMatchExactly) {
   }
 }
 
+TEST(ApiResourceList, EveryServedBuiltinResourceIsItsCapturedEntry) {
+  // Every field of every served resource and subresource, where the fixtures captured its
+  // group-version; the others come from the hand-written documents and are checked for shape.
+  const std::set<std::string> captured_versions = {"v1", "apps/v1", "apiextensions.k8s.io/v1",
+                                                   "coordination.k8s.io/v1", "events.k8s.io/v1"};
+  std::size_t compared = 0;
+  for (const ApiResource& info : served_builtin_resources()) {
+    SCOPED_TRACE(info.api_version() + " " + info.resource);
+    EXPECT_FALSE(info.kind.empty());
+    EXPECT_FALSE(info.verbs.empty());
+    if (!captured_versions.contains(info.api_version())) continue;
+    const std::string file = info.group.empty()
+                                 ? "discovery/api-v1.json"
+                                 : "discovery/apis-" + info.group + "-" + info.version + ".json";
+    const json expected = captured(file);
+    for (const json& entry : resource_list_entries(info)) {
+      EXPECT_EQ(entry, entry_named(expected, entry["name"]));
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 25u);  // entries: 16 core/v1, 5 apps, 2 apiextensions, 1 each of the events
+}
+
+TEST(ApiResourceList, ParsesWhatItListsBack) {
+  for (const char* file : {"discovery/api-v1.json", "discovery/apis-apps-v1.json",
+                           "discovery/apis-tessel.dev-v1alpha1.json"}) {
+    SCOPED_TRACE(file);
+    const json document = captured(file);
+    std::vector<json> entries;
+    for (const ApiResource& info : parse_resource_list(document)) {
+      for (json& entry : resource_list_entries(info)) entries.push_back(std::move(entry));
+    }
+    std::vector<json> expected = document["resources"];
+    const auto by_name = [](const json& a, const json& b) { return a["name"] < b["name"]; };
+    std::sort(entries.begin(), entries.end(), by_name);
+    std::sort(expected.begin(), expected.end(), by_name);
+    EXPECT_EQ(entries, expected);
+  }
+  EXPECT_THROW(parse_resource_list(captured("discovery/api.json")), std::invalid_argument);
+  EXPECT_THROW(parse_resource_list(json{{"kind", "APIResourceList"},
+                                        {"groupVersion", "v1"},
+                                        {"resources", {{{"name", "pods/status"}}}}}),
+               std::invalid_argument);
+  EXPECT_THROW(served_builtin_resource("", "pods/log"), std::out_of_range);
+}
+
 TEST(ApiResourceList, CustomResourcesTakeSingularAndCategoriesFromTheirDefinition) {
   const json expected = captured("discovery/apis-tessel.dev-v1alpha1.json");
-  const json list =
-      api_resource_list(served(), {trainingjob_crd()}, "tessel.dev", "v1alpha1");
-  EXPECT_EQ(entry_named(list, "trainingjobs"), entry_named(expected, "trainingjobs"));
-  EXPECT_EQ(entry_named(list, "trainingjobs/status"), entry_named(expected, "trainingjobs/status"));
-  // Without its definition a custom resource still gets the CRD defaults.
-  const json bare = api_resource_list(served(), "tessel.dev", "v1alpha1");
-  EXPECT_EQ(entry_named(bare, "memberclusters")["singularName"], "membercluster");
-  EXPECT_FALSE(entry_named(bare, "memberclusters").contains("categories"));
+  EXPECT_EQ(api_resource_list(served(), "tessel.dev", "v1alpha1"), expected);
+  // Without them in its definition a custom resource gets the CRD defaults.
+  json crd = trainingjob_crd();
+  crd["spec"]["names"].erase("singular");
+  crd["spec"]["names"].erase("categories");
+  const json bare = api_resource_list(served(crd), "tessel.dev", "v1alpha1");
+  EXPECT_EQ(entry_named(bare, "trainingjobs")["singularName"], "trainingjob");
+  EXPECT_FALSE(entry_named(bare, "trainingjobs").contains("categories"));
   EXPECT_TRUE(api_resource_list(served(), "tessel.dev", "v1").is_null());
   EXPECT_TRUE(api_resource_list(served(), "nope.example.com", "v1").is_null());
 }
 
-TEST(ApiResourceList, RejectsSubresourcesItCannotDescribe) {
-  ResourceRegistry served;
-  served.add({{"", "v1", "pods"}, "Pod", true, {"po"}, {"status", "exec"}});
-  EXPECT_THROW(api_resource_list(served, "", "v1"), std::invalid_argument);
-}
-
 TEST(OpenApi, CustomResourceDocumentIsTheOneKubeApiserverGenerates) {
-  const json document = openapi_document(served(), {trainingjob_crd()},
-                                         "/openapi/v3/apis/tessel.dev/v1alpha1");
+  const json document =
+      openapi_document(served(), {trainingjob_crd()}, "/openapi/v3/apis/tessel.dev/v1alpha1");
   EXPECT_EQ(document, kube::testing::fixture("discovery/openapi-v3-apis-tessel.dev-v1alpha1.json"));
 }
 
 TEST(OpenApi, IndexPointsAtEveryServedGroupVersionWithItsHash) {
-  const ResourceRegistry served = ::tessel::testing::served();
+  const std::vector<ApiResource> served = ::tessel::testing::served();
   const json index = openapi_document(served, {trainingjob_crd()}, "/openapi/v3");
   const json captured_index = captured("discovery/openapi-v3-index.json");
   for (const char* key : {"api/v1", "apis/tessel.dev/v1alpha1", "apis/coordination.k8s.io/v1",
-                          "apis/events.k8s.io/v1", "apis/apiextensions.k8s.io/v1"}) {
+                          "apis/events.k8s.io/v1", "apis/apiextensions.k8s.io/v1", "apis/apps/v1",
+                          "apis/policy/v1", "apis/rbac.authorization.k8s.io/v1",
+                          "apis/admissionregistration.k8s.io/v1", "apis/authorization.k8s.io/v1"}) {
     ASSERT_TRUE(index["paths"].contains(key)) << key;
     ASSERT_TRUE(captured_index["paths"].contains(key)) << key;
     const std::string url = index["paths"][key]["serverRelativeURL"];
     EXPECT_TRUE(url.starts_with("/openapi/v3/" + std::string(key) + "?hash=")) << url;
     EXPECT_EQ(url.size() - url.find('=') - 1, 128u);  // SHA-512, hex, as the real server's
   }
-  EXPECT_EQ(index["paths"].size(), 5u);
+  EXPECT_EQ(index["paths"].size(), 10u);
   // The hash follows the document.
   const json other = openapi_document(served, {}, "/openapi/v3");
   EXPECT_NE(other["paths"]["apis/tessel.dev/v1alpha1"], index["paths"]["apis/tessel.dev/v1alpha1"]);
@@ -188,8 +246,8 @@ TEST(OpenApi, BuiltinGroupVersionsOfferWhatKubectlApplyNeeds) {
 TEST(OpenApi, CustomResourceDocumentOffersWhatKubectlApplyNeeds) {
   const json minimal =
       kube::testing::fixture("openapi-minimal/openapi-v3-apis-tessel.dev-v1alpha1.json");
-  const json document = openapi_document(served(), {trainingjob_crd()},
-                                         "/openapi/v3/apis/tessel.dev/v1alpha1");
+  const json document =
+      openapi_document(served(), {trainingjob_crd()}, "/openapi/v3/apis/tessel.dev/v1alpha1");
   for (const auto& [path, unused] : minimal["paths"].items()) {
     expect_patch_operation(document, minimal, path);
   }
@@ -198,10 +256,8 @@ TEST(OpenApi, CustomResourceDocumentOffersWhatKubectlApplyNeeds) {
 TEST(OpenApi, ClusterScopedCustomResourcesHaveNoNamespaceInTheirPaths) {
   json crd = trainingjob_crd();
   crd["spec"]["scope"] = "Cluster";
-  ResourceRegistry served;
-  served.add(
-      {{"tessel.dev", "v1alpha1", "trainingjobs"}, "TrainingJob", false, {"tj"}, {"status"}});
-  const json document = openapi_document(served, {crd}, "/openapi/v3/apis/tessel.dev/v1alpha1");
+  const json document =
+      openapi_document(served(crd), {crd}, "/openapi/v3/apis/tessel.dev/v1alpha1");
   const json& paths = document["paths"];
   ASSERT_TRUE(paths.contains("/apis/tessel.dev/v1alpha1/trainingjobs/{name}/status"));
   EXPECT_EQ(paths["/apis/tessel.dev/v1alpha1/trainingjobs/{name}"]["get"]["operationId"],
@@ -212,9 +268,10 @@ TEST(OpenApi, ClusterScopedCustomResourcesHaveNoNamespaceInTheirPaths) {
 }
 
 TEST(OpenApi, UnknownDocumentsAreAbsent) {
-  const ResourceRegistry served;
+  const std::vector<ApiResource> served = served_builtin_resources();
   EXPECT_TRUE(openapi_document(served, {}, "/openapi/v2").is_null());
-  EXPECT_TRUE(openapi_document(served, {}, "/openapi/v3/apis/apps/v1").is_null());
+  EXPECT_TRUE(openapi_document(served, {}, "/openapi/v3/apis/batch/v1").is_null());
+  EXPECT_TRUE(openapi_document(served, {}, "/openapi/v3/apis/tessel.dev/v1alpha1").is_null());
   EXPECT_TRUE(openapi_document(served, {}, "/openapi/v3/apis/tessel.dev").is_null());
 }
 

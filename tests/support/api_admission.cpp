@@ -83,9 +83,9 @@ json review_request(const AdmissionRequest& request, const std::string& uid, con
                     const json& old_object) {
   const ResourceType& type = *request.type;
   const json kind = {
-      {"group", type.group()}, {"version", type.info.gvr.version}, {"kind", type.kind()}};
+      {"group", type.group()}, {"version", type.info.version}, {"kind", type.kind()}};
   const json resource = {
-      {"group", type.group()}, {"version", type.info.gvr.version}, {"resource", type.resource()}};
+      {"group", type.group()}, {"version", type.info.version}, {"resource", type.resource()}};
   json user = {{"username", request.user.name}};
   if (!request.user.groups.empty()) user["groups"] = request.user.groups;
   json body = {{"uid", uid},
@@ -274,7 +274,7 @@ std::vector<json> WebhookAdmission::matching(const std::string& resource,
                                              const json& old_object) const {
   std::vector<json> hooks;
   if (is_exempt(*request.type)) return hooks;
-  const AdmissionTarget target{request.type->group(),    request.type->info.gvr.version,
+  const AdmissionTarget target{request.type->group(),    request.type->info.version,
                                request.type->resource(), request.subresource,
                                request.operation,        request.namespace_};
   auto labels_of = [](const json& item) {

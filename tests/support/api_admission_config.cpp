@@ -430,23 +430,6 @@ std::vector<FieldError> validate_endpoints_update(const json&, const json& endpo
 
 }  // namespace
 
-const std::vector<kube::ResourceInfo>& admission_resources() {
-  static const std::vector<kube::ResourceInfo> resources = {
-      {{"", "v1", "endpoints"}, "Endpoints", true, {"ep"}, {}},
-      {{"admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations"},
-       "ValidatingWebhookConfiguration",
-       false,
-       {},
-       {}},
-      {{"admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"},
-       "MutatingWebhookConfiguration",
-       false,
-       {},
-       {}},
-  };
-  return resources;
-}
-
 std::vector<FieldError> validate_label_selector(const json& selector, const std::string& field) {
   std::vector<FieldError> out;
   const json labels = selector.value("matchLabels", json::object());

@@ -1,20 +1,16 @@
 // The kinds admission webhooks are configured with, as kube-apiserver v1.26 serves them:
 // admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration and
 // MutatingWebhookConfiguration (defaults and validation of pkg/apis/admissionregistration), and
-// core/v1 Endpoints, through which a webhook's clientConfig.service is reached. Their rules plug
-// into builtin_semantics' kind table.
+// core/v1 Endpoints, through which a webhook's clientConfig.service is reached (served as
+// api_builtin_resources.h lists them). Their rules plug into builtin_semantics' kind table.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "kube/resource.h"
 #include "tests/support/builtin_semantics_kinds.h"
 
 namespace tessel::testing {
-
-// The resources this file adds to what the test server serves beyond kube::builtin_resources().
-const std::vector<kube::ResourceInfo>& admission_resources();
 
 KindRules validating_webhook_configuration_rules();
 KindRules mutating_webhook_configuration_rules();

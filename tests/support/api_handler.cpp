@@ -187,7 +187,7 @@ HttpServerResponse ApiHandler::handle_non_resource(const HttpServerRequest& requ
     case ApiPath::Type::kCoreGroup:
       return json_response(200, core_api_versions());
     case ApiPath::Type::kGroupList: {
-      json list = api_group_list(resources_.registry());
+      json list = api_group_list(resources_.resources());
       json groups = json::array();
       for (const json& group : list["groups"]) {
         json served = served_group(group, resources_);
@@ -197,15 +197,14 @@ HttpServerResponse ApiHandler::handle_non_resource(const HttpServerRequest& requ
       return json_response(200, list);
     }
     case ApiPath::Type::kGroup: {
-      const json group = api_group(resources_.registry(), path.group);
+      const json group = api_group(resources_.resources(), path.group);
       const json served = group.is_null() ? json() : served_group(group, resources_);
       if (served.is_null()) throw page_not_found();
       return json_response(200, served);
     }
     case ApiPath::Type::kGroupVersion: {
       if (!resources_.serves_group_version(path.group, path.version)) throw page_not_found();
-      const json list =
-          api_resource_list(resources_.registry(), resources_.crds(), path.group, path.version);
+      const json list = api_resource_list(resources_.resources(), path.group, path.version);
       if (list.is_null()) throw page_not_found();
       return json_response(200, served_resource_list(list, resources_, path.group, path.version));
     }
@@ -218,7 +217,7 @@ HttpServerResponse ApiHandler::handle_non_resource(const HttpServerRequest& requ
           throw page_not_found();
         }
       }
-      json document = openapi_document(resources_.registry(), resources_.crds(), request.path);
+      json document = openapi_document(resources_.resources(), resources_.crds(), request.path);
       if (document.is_null()) throw page_not_found();
       if (request.path == "/openapi/v3") document = served_openapi_index(document, resources_);
       return json_response(200, document);

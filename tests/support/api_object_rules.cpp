@@ -73,13 +73,13 @@ json in_version(json object, const ResourceType& type) {
 void check_decodable(const ResourceType& type, json& body) {
   const std::string kind = type.kind();
   if (!body.is_object()) {
-    throw bad_request(kind + " in version \"" + type.info.gvr.version +
-                      "\" cannot be handled as a " + kind + ": the body is not a JSON object");
+    throw bad_request(kind + " in version \"" + type.info.version + "\" cannot be handled as a " +
+                      kind + ": the body is not a JSON object");
   }
   for (const char* field : {"apiVersion", "kind"}) {
     if (body.contains(field) && !body[field].is_string()) {
-      throw bad_request(kind + " in version \"" + type.info.gvr.version +
-                        "\" cannot be handled as a " + kind + ": " + field + " must be a string");
+      throw bad_request(kind + " in version \"" + type.info.version + "\" cannot be handled as a " +
+                        kind + ": " + field + " must be a string");
     }
   }
   if (type.custom) {
@@ -100,15 +100,15 @@ void check_decodable(const ResourceType& type, json& body) {
   }
   const std::string body_kind = body["kind"].get<std::string>();
   if (body_kind != kind) {
-    throw bad_request(body_kind + " in version \"" + type.info.gvr.version +
+    throw bad_request(body_kind + " in version \"" + type.info.version +
                       "\" cannot be handled as a " + kind +
                       ": the kind does not match the "
                       "resource " +
                       type.resource());
   }
   if (body.contains("metadata") && !body["metadata"].is_object()) {
-    throw bad_request(kind + " in version \"" + type.info.gvr.version +
-                      "\" cannot be handled as a " + kind + ": metadata must be an object");
+    throw bad_request(kind + " in version \"" + type.info.version + "\" cannot be handled as a " +
+                      kind + ": metadata must be an object");
   }
   if (!type.custom) {
     if (const auto message = decode_error(type.info, body)) throw bad_request(*message);
@@ -129,7 +129,7 @@ void decode_defaults(const ResourceType& type, json& object, const std::string& 
       for (const std::string& field : unknown) {
         list += (list.empty() ? "" : ", ") + std::string("unknown field \"") + field + "\"";
       }
-      throw bad_request(type.kind() + " in version \"" + type.info.gvr.version +
+      throw bad_request(type.kind() + " in version \"" + type.info.version +
                         "\" cannot be handled as a " + type.kind() +
                         ": strict decoding error: " + list);
     }

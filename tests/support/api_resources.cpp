@@ -5,17 +5,15 @@
 #include <set>
 #include <stdexcept>
 
-#include "tests/support/api_admission_config.h"
-#include "tests/support/api_install_resources.h"
-
 namespace tessel::testing {
 namespace {
 
 using nlohmann::json;
 
-// The groups kube-apiserver itself serves (custom resources are served once their CRDs exist).
-const std::set<std::string> kBuiltinGroups = {"", "coordination.k8s.io", "events.k8s.io",
-                                              "apiextensions.k8s.io"};
+// A custom resource's verbs, in the order kube-apiserver lists them.
+const std::vector<std::string> kCustomResourceVerbs = {
+    "delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"};
+const std::vector<std::string> kSubresourceVerbs = {"get", "patch", "update"};
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
@@ -32,14 +30,45 @@ std::vector<std::string> strings(const json& list) {
   return result;
 }
 
-std::shared_ptr<const ResourceType> builtin_type(const kube::ResourceInfo& info) {
+std::shared_ptr<const ResourceType> builtin_type(const ApiResource& info) {
   auto type = std::make_shared<ResourceType>();
   type->info = info;
   type->singular = lower(info.kind);
   type->list_kind = info.kind + "List";
-  type->table = std::make_shared<TableConverter>(
-      TableConverter::for_builtin(info.gvr.group, info.gvr.resource));
+  type->table =
+      std::make_shared<TableConverter>(TableConverter::for_builtin(info.group, info.resource));
   return type;
+}
+
+// The resource a CRD serves in one served version, as its discovery entry says it: the CRD's
+// names, the custom resource verbs, the hash of its storage version, and the status and scale
+// subresources it declares.
+ApiResource crd_resource(const json& crd, const json& version) {
+  const json& spec = crd.at("spec");
+  const json& names = spec.at("names");
+  ApiResource info;
+  info.group = spec.value("group", "");
+  info.version = version.value("name", "");
+  info.resource = names.value("plural", "");
+  info.kind = names.value("kind", "");
+  info.namespaced = spec.value("scope", "Namespaced") == "Namespaced";
+  info.singular_name = names.value("singular", lower(info.kind));
+  info.verbs = kCustomResourceVerbs;
+  info.short_names = strings(names.value("shortNames", json()));
+  info.categories = strings(names.value("categories", json()));
+  std::string storage = info.version;
+  for (const json& v : spec.value("versions", json::array())) {
+    if (v.value("storage", false)) storage = v.value("name", storage);
+  }
+  info.storage_version_hash = storage_version_hash(info.group + "/" + storage, info.kind);
+  const json declared = version.value("subresources", json::object());
+  if (declared.contains("scale")) {
+    info.subresources.push_back({"scale", "Scale", "autoscaling", "v1", kSubresourceVerbs});
+  }
+  if (declared.contains("status")) {
+    info.subresources.push_back({"status", info.kind, "", "", kSubresourceVerbs});
+  }
+  return info;
 }
 
 // The resources a CRD serves, one per served version.
@@ -47,33 +76,25 @@ std::vector<std::shared_ptr<const ResourceType>> crd_types(const json& crd) {
   const json& spec = crd.at("spec");
   const json& names = spec.at("names");
   std::vector<std::shared_ptr<const ResourceType>> types;
-  const std::vector<kube::ResourceInfo> infos = kube::parse_custom_resource_definition(crd);
-  for (const kube::ResourceInfo& info : infos) {
+  for (const json& version : spec.value("versions", json::array())) {
+    if (!version.value("served", false)) continue;
     auto type = std::make_shared<ResourceType>();
-    type->info = info;
+    type->info = crd_resource(crd, version);
     type->custom = true;
     type->crd_name = crd.at("metadata").value("name", "");
-    type->singular = names.value("singular", lower(info.kind));
-    type->list_kind = names.value("listKind", info.kind + "List");
-    type->categories = strings(names.value("categories", json()));
-    for (const json& version : spec.at("versions")) {
-      if (version.value("name", "") != info.gvr.version) continue;
-      type->crd_version = version;
-      const json schema = version.value("schema", json::object()).value("openAPIV3Schema", json());
-      if (!schema.is_null()) type->schema = std::make_shared<StructuralSchema>(schema);
-      type->table = std::make_shared<TableConverter>(TableConverter::for_crd_version(version));
-    }
+    type->singular = type->info.singular_name;
+    type->list_kind = names.value("listKind", type->info.kind + "List");
+    type->categories = type->info.categories;
+    type->crd_version = version;
+    const json schema = version.value("schema", json::object()).value("openAPIV3Schema", json());
+    if (!schema.is_null()) type->schema = std::make_shared<StructuralSchema>(schema);
+    type->table = std::make_shared<TableConverter>(TableConverter::for_crd_version(version));
     types.push_back(std::move(type));
   }
   return types;
 }
 
 }  // namespace
-
-bool ResourceType::has_subresource(const std::string& subresource) const {
-  return std::find(info.subresources.begin(), info.subresources.end(), subresource) !=
-         info.subresources.end();
-}
 
 bool ResourceType::has_generation() const {
   if (custom) return true;
@@ -128,13 +149,7 @@ MergeTypes ResourceType::merge_types() const {
 }
 
 ServedResources::ServedResources() {
-  for (const kube::ResourceInfo& info : kube::builtin_resources()) {
-    if (kBuiltinGroups.count(info.gvr.group)) types_.push_back(builtin_type(info));
-  }
-  for (const kube::ResourceInfo& info : admission_resources()) {
-    types_.push_back(builtin_type(info));
-  }
-  for (const kube::ResourceInfo& info : install_resources()) types_.push_back(builtin_type(info));
+  for (const ApiResource& info : served_builtin_resources()) types_.push_back(builtin_type(info));
 }
 
 std::shared_ptr<const ResourceType> ServedResources::find(const std::string& group,
@@ -142,8 +157,8 @@ std::shared_ptr<const ResourceType> ServedResources::find(const std::string& gro
                                                           const std::string& resource) const {
   std::lock_guard lock(mutex_);
   for (const auto& type : types_) {
-    const kube::GroupVersionResource& gvr = type->info.gvr;
-    if (gvr.group == group && gvr.version == version && gvr.resource == resource) return type;
+    const ApiResource& info = type->info;
+    if (info.group == group && info.version == version && info.resource == resource) return type;
   }
   return nullptr;
 }
@@ -172,7 +187,7 @@ bool ServedResources::serves_group_version(const std::string& group,
                                            const std::string& version) const {
   std::lock_guard lock(mutex_);
   return std::any_of(types_.begin(), types_.end(), [&](const auto& type) {
-    return type->group() == group && type->info.gvr.version == version;
+    return type->group() == group && type->info.version == version;
   });
 }
 
@@ -199,11 +214,11 @@ std::vector<json> ServedResources::crds() const {
   return result;
 }
 
-kube::ResourceRegistry ServedResources::registry() const {
+std::vector<ApiResource> ServedResources::resources() const {
   std::lock_guard lock(mutex_);
-  kube::ResourceRegistry registry;
-  for (const auto& type : types_) registry.add(type->info);
-  return registry;
+  std::vector<ApiResource> out;
+  for (const auto& type : types_) out.push_back(type->info);
+  return out;
 }
 
 void default_crd(json& crd) {

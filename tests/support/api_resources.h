@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/resource.h"
+#include "tests/support/api_builtin_resources.h"
 #include "tests/support/api_errors.h"
 #include "tests/support/api_store.h"
 #include "tests/support/managed_fields_merge_types.h"
@@ -21,7 +21,7 @@
 namespace tessel::testing {
 
 struct ResourceType {
-  kube::ResourceInfo info;
+  ApiResource info;
   std::string singular;
   std::string list_kind;  // "PodList"
   bool custom = false;    // served for a CustomResourceDefinition
@@ -33,14 +33,16 @@ struct ResourceType {
   std::shared_ptr<const StructuralSchema> schema;
   std::shared_ptr<const TableConverter> table;
 
-  const std::string& group() const { return info.gvr.group; }
-  const std::string& resource() const { return info.gvr.resource; }
+  const std::string& group() const { return info.group; }
+  const std::string& resource() const { return info.resource; }
   const std::string& kind() const { return info.kind; }
-  std::string api_version() const { return info.gvr.api_version(); }
+  std::string api_version() const { return info.api_version(); }
   bool namespaced() const { return info.namespaced; }
-  GroupResource group_resource() const { return {info.gvr.group, info.gvr.resource}; }
-  CollectionKey collection() const { return {info.gvr.group, info.gvr.resource}; }
-  bool has_subresource(const std::string& subresource) const;
+  GroupResource group_resource() const { return {info.group, info.resource}; }
+  CollectionKey collection() const { return {info.group, info.resource}; }
+  bool has_subresource(const std::string& subresource) const {
+    return info.has_subresource(subresource);
+  }
 
   // metadata.generation is kept (custom resources, CustomResourceDefinitions, Deployments,
   // DaemonSets, PodDisruptionBudgets, ValidatingAdmissionPolicies and their bindings).
@@ -61,7 +63,7 @@ struct ResourceType {
 
 class ServedResources {
  public:
-  ServedResources();  // the built-in resources
+  ServedResources();  // the built-in resources (served_builtin_resources())
 
   // nullptr when not served.
   std::shared_ptr<const ResourceType> find(const std::string& group, const std::string& version,
@@ -78,8 +80,8 @@ class ServedResources {
   void unserve(const std::string& crd_name);
   // The served CRDs, as stored when served.
   std::vector<nlohmann::json> crds() const;
-  // A registry of everything served, for the discovery documents.
-  kube::ResourceRegistry registry() const;
+  // Everything served, as the discovery documents list it.
+  std::vector<ApiResource> resources() const;
 
  private:
   mutable std::mutex mutex_;

@@ -239,7 +239,7 @@ std::vector<FieldError> immutable(const json& old_meta, const json& new_meta, co
   return {v::invalid("metadata." + std::string(field), shown, "field is immutable")};
 }
 
-bool is_core_kind(const tessel::kube::ResourceInfo& info) { return kind_rules(info) != nullptr; }
+bool is_core_kind(const ApiResource& info) { return kind_rules(info) != nullptr; }
 
 }  // namespace
 
@@ -257,9 +257,9 @@ std::string go_time_string(const std::string& rfc3339) {
   return out;
 }
 
-void fill_zero_fields(const tessel::kube::ResourceInfo& info, json& object) {
-  const json zero = MergeTypes::for_kind(info.gvr.api_version(), info.kind)
-                        .empty_object(info.gvr.api_version(), info.kind);
+void fill_zero_fields(const ApiResource& info, json& object) {
+  const json zero = MergeTypes::for_kind(info.api_version(), info.kind)
+                        .empty_object(info.api_version(), info.kind);
   // Only what is absent; present values, even null, stay as the client sent them.
   std::function<void(json&, const json&)> fill = [&](json& target, const json& defaults) {
     for (const auto& [k, value] : defaults.items()) {
@@ -273,8 +273,7 @@ void fill_zero_fields(const tessel::kube::ResourceInfo& info, json& object) {
   if (object.is_object()) fill(object, zero);
 }
 
-std::vector<FieldError> validate_object_metadata(const tessel::kube::ResourceInfo& info,
-                                                 const json& object) {
+std::vector<FieldError> validate_object_metadata(const ApiResource& info, const json& object) {
   const KindRules* rules = kind_rules(info);
   std::vector<FieldError> out = validate_meta(
       object, info.namespaced, rules != nullptr ? rules->name_rule : v::name_is_dns1123_subdomain);
@@ -329,26 +328,25 @@ std::vector<FieldError> validate_object_metadata_update(const json& old_object,
   return out;
 }
 
-void default_builtin(const tessel::kube::ResourceInfo& info, json& object) {
+void default_builtin(const ApiResource& info, json& object) {
   apply_decode_defaults(info, object);
   apply_admission_defaults(info, object);
 }
 
-void apply_decode_defaults(const tessel::kube::ResourceInfo& info, json& object) {
+void apply_decode_defaults(const ApiResource& info, json& object) {
   const KindRules* rules = kind_rules(info);
   if (rules == nullptr || !object.is_object()) return;
   rules->decode_defaults(object);
   fill_zero_fields(info, object);
 }
 
-void apply_admission_defaults(const tessel::kube::ResourceInfo& info, json& object) {
+void apply_admission_defaults(const ApiResource& info, json& object) {
   const KindRules* rules = kind_rules(info);
   if (rules == nullptr || !object.is_object()) return;
   rules->admission_defaults(object);
 }
 
-std::vector<FieldError> validate_builtin_create(const tessel::kube::ResourceInfo& info,
-                                                const json& object) {
+std::vector<FieldError> validate_builtin_create(const ApiResource& info, const json& object) {
   const KindRules* rules = kind_rules(info);
   std::vector<FieldError> out;
   if (rules != nullptr) {
@@ -360,8 +358,8 @@ std::vector<FieldError> validate_builtin_create(const tessel::kube::ResourceInfo
   return out;
 }
 
-std::vector<FieldError> validate_builtin_update(const tessel::kube::ResourceInfo& info,
-                                                const json& old_object, const json& new_object) {
+std::vector<FieldError> validate_builtin_update(const ApiResource& info, const json& old_object,
+                                                const json& new_object) {
   std::vector<FieldError> out = validate_meta(new_object, info.namespaced, v::path_segment_name);
   v::append(out, validate_object_metadata_update(old_object, new_object));
   const KindRules* rules = kind_rules(info);
@@ -375,7 +373,7 @@ std::vector<FieldError> validate_builtin_update(const tessel::kube::ResourceInfo
   return out;
 }
 
-const KindRules* kind_rules(const tessel::kube::ResourceInfo& info) {
+const KindRules* kind_rules(const ApiResource& info) {
   static const std::vector<std::pair<std::pair<std::string, std::string>, KindRules>> table = {
       {{"", "Pod"}, pod_rules()},
       {{"", "Node"}, node_rules()},
@@ -405,7 +403,7 @@ const KindRules* kind_rules(const tessel::kube::ResourceInfo& info) {
       {{"rbac.authorization.k8s.io", "ClusterRoleBinding"}, cluster_role_binding_rules()},
   };
   for (const auto& [key, rules] : table) {
-    if (key.first == info.gvr.group && key.second == info.kind) return &rules;
+    if (key.first == info.group && key.second == info.kind) return &rules;
   }
   return nullptr;
 }

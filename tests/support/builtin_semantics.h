@@ -3,7 +3,7 @@
 // and each kind's own rules), with messages worded as kube-apiserver words them.
 //
 // Kinds: core/v1 Pod, Node, Namespace, Service, ConfigMap, Secret, ServiceAccount, Event;
-// coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event; the kinds of api_install_resources.h
+// coordination.k8s.io/v1 Lease; events.k8s.io/v1 Event; the kinds an installation of tessel writes
 // (apps/v1, policy/v1, rbac.authorization.k8s.io/v1, admission policies). Other kinds pass through
 // untouched (metadata validation aside).
 //
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/resource.h"
+#include "tests/support/api_builtin_resources.h"
 #include "tests/support/structural_schema.h"
 
 namespace tessel::testing {
@@ -26,27 +26,27 @@ namespace tessel::testing {
 // Defaulting on create (Pod spec defaults, status.phase Pending, Namespace spec.finalizers and
 // status.phase Active, Service clusterIP, ServiceAccount, Event, Lease, Node...): both steps
 // below. Service cluster IPs are not allocated here (ClusterIpAllocator).
-void default_builtin(const tessel::kube::ResourceInfo& info, nlohmann::json& object);
+void default_builtin(const ApiResource& info, nlohmann::json& object);
 
 // What decoding a request does for every write (create and update): the kind's Go defaults
 // (a Pod's dnsPolicy, restartPolicy, container terminationMessagePath, imagePullPolicy,
 // requests copied from limits..., a Namespace's kubernetes.io/metadata.name label, a Service's
 // port protocol and targetPort) and the zero-valued fields its Go type always serialises
 // (a Node's status.nodeInfo, an Event's eventTime: null, a container's resources: {}).
-void apply_decode_defaults(const tessel::kube::ResourceInfo& info, nlohmann::json& object);
+void apply_decode_defaults(const ApiResource& info, nlohmann::json& object);
 
 // What admission plugins and the create strategy add after the field manager ran, on create
 // only: a Pod's serviceAccountName, priority, preemptionPolicy, not-ready/unreachable
 // tolerations, the projected service-account token volume (unless automountServiceAccountToken
 // is false), status {phase: Pending, qosClass}; a Node's not-ready taint; a Namespace's
 // spec.finalizers and status.phase; a Service's sessionAffinity, ipFamilies, status.
-void apply_admission_defaults(const tessel::kube::ResourceInfo& info, nlohmann::json& object);
+void apply_admission_defaults(const ApiResource& info, nlohmann::json& object);
 
-std::vector<FieldError> validate_builtin_create(const tessel::kube::ResourceInfo& info,
+std::vector<FieldError> validate_builtin_create(const ApiResource& info,
                                                 const nlohmann::json& object);
 // Includes the metadata checks kube-apiserver runs on every update, as often as it runs them
 // (an error in metadata is reported by its generic check and again by the kind's own).
-std::vector<FieldError> validate_builtin_update(const tessel::kube::ResourceInfo& info,
+std::vector<FieldError> validate_builtin_update(const ApiResource& info,
                                                 const nlohmann::json& old_object,
                                                 const nlohmann::json& new_object);
 
@@ -54,7 +54,7 @@ std::vector<FieldError> validate_builtin_update(const tessel::kube::ResourceInfo
 // namespace, labels, annotations, ownerReferences, finalizers, managedFields);
 // validate_builtin_create includes it. Custom resources use it too (names are DNS-1123
 // subdomains for them).
-std::vector<FieldError> validate_object_metadata(const tessel::kube::ResourceInfo& info,
+std::vector<FieldError> validate_object_metadata(const ApiResource& info,
                                                  const nlohmann::json& object);
 // Metadata validation of an update once (immutable name, namespace, uid, creationTimestamp;
 // no new finalizers while terminating; resourceVersion given; labels, annotations...). A
@@ -67,8 +67,7 @@ std::vector<FieldError> validate_object_metadata_update(const nlohmann::json& ol
 // time "..." as "2006-01-02T15:04:05.000000Z07:00": cannot parse " 23:00:00" as "T"`, or
 // nullopt when the body decodes. Checks MicroTime and Time fields, a Secret's base64 data, and
 // a webhook configuration's lists, timeoutSeconds and caBundle (base64).
-std::optional<std::string> decode_error(const tessel::kube::ResourceInfo& info,
-                                        const nlohmann::json& object);
+std::optional<std::string> decode_error(const ApiResource& info, const nlohmann::json& object);
 
 // Service cluster IPs from kube-apiserver's default service range 10.96.0.0/12. One per
 // server; not synchronised.

@@ -292,7 +292,7 @@ std::optional<std::string> webhook_configuration_error(const std::string& kind,
   return std::nullopt;
 }
 
-std::optional<std::string> kind_error(const tessel::kube::ResourceInfo& info, const json& object) {
+std::optional<std::string> kind_error(const ApiResource& info, const json& object) {
   const TimeFields meta = {{{"metadata", "creationTimestamp"}, kTimeLayout},
                            {{"metadata", "deletionTimestamp"}, kTimeLayout}};
   if (auto error = first_time_error(object, meta)) return error;
@@ -304,7 +304,7 @@ std::optional<std::string> kind_error(const tessel::kube::ResourceInfo& info, co
       }
     }
   }
-  const std::string& group = info.gvr.group;
+  const std::string& group = info.group;
   const std::string& kind = info.kind;
   if (group == "coordination.k8s.io" && kind == "Lease") {
     return first_time_error(object, {{{"spec", "acquireTime"}, kMicroTimeLayout},
@@ -361,15 +361,14 @@ std::optional<std::string> kind_error(const tessel::kube::ResourceInfo& info, co
 
 }  // namespace
 
-std::optional<std::string> decode_error(const tessel::kube::ResourceInfo& info,
-                                        const json& object) {
-  const bool builtin = info.gvr.group.empty() || info.gvr.group == "coordination.k8s.io" ||
-                       info.gvr.group == "events.k8s.io" ||
-                       info.gvr.group == "admissionregistration.k8s.io";
+std::optional<std::string> decode_error(const ApiResource& info, const json& object) {
+  const bool builtin = info.group.empty() || info.group == "coordination.k8s.io" ||
+                       info.group == "events.k8s.io" ||
+                       info.group == "admissionregistration.k8s.io";
   if (!builtin || !object.is_object()) return std::nullopt;
   if (auto error = kind_error(info, object)) {
-    return info.kind + " in version \"" + info.gvr.version + "\" cannot be handled as a " +
-           info.kind + ": " + *error;
+    return info.kind + " in version \"" + info.version + "\" cannot be handled as a " + info.kind +
+           ": " + *error;
   }
   return std::nullopt;
 }

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/resource.h"
+#include "tests/support/api_builtin_resources.h"
 #include "tests/support/structural_schema.h"
 
 namespace tessel::testing {
@@ -27,7 +27,7 @@ struct KindRules {
 };
 
 // nullptr for kinds without built-in rules (custom resources).
-const KindRules* kind_rules(const tessel::kube::ResourceInfo& info);
+const KindRules* kind_rules(const ApiResource& info);
 
 // The kinds' tables, one per file.
 KindRules pod_rules();
@@ -52,7 +52,7 @@ KindRules validating_admission_policy_binding_rules();
 
 // Adds the zero-valued fields the kind's Go type always serialises (from MergeTypes' zero
 // object) where the object lacks them.
-void fill_zero_fields(const tessel::kube::ResourceInfo& info, nlohmann::json& object);
+void fill_zero_fields(const ApiResource& info, nlohmann::json& object);
 
 // Shared by several kinds: no validation beyond metadata.
 std::vector<FieldError> no_errors(const nlohmann::json& object);

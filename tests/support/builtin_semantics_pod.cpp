@@ -126,8 +126,8 @@ void pod_decode_defaults(json& pod) {
   }
   // PodCondition.lastProbeTime is a metav1.Time struct: omitempty never omits it, and the zero
   // time serialises as null, so every condition shows it.
-  if (pod.contains("status") && pod["status"].is_object() &&
-      pod["status"].contains("conditions") && pod["status"]["conditions"].is_array()) {
+  if (pod.contains("status") && pod["status"].is_object() && pod["status"].contains("conditions") &&
+      pod["status"]["conditions"].is_array()) {
     for (auto& condition : pod["status"]["conditions"]) {
       if (condition.is_object() && !condition.contains("lastProbeTime")) {
         condition["lastProbeTime"] = nullptr;
@@ -479,10 +479,7 @@ std::vector<FieldError> validate_pod_create(const json& pod) {
   return out;
 }
 
-const tessel::kube::ResourceInfo& pod_info() {
-  static const tessel::kube::ResourceInfo info{{"", "v1", "pods"}, "Pod", true, {"po"}, {}};
-  return info;
-}
+const ApiResource& pod_info() { return served_builtin_resource("", "pods"); }
 
 // Only additions to tolerations, and existing NoExecute ones may lower tolerationSeconds.
 std::vector<FieldError> validate_added_tolerations(const json& now, const json& before) {

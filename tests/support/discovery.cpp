@@ -1,7 +1,5 @@
 #include "tests/support/discovery.h"
 
-#include <openssl/sha.h>
-
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -10,95 +8,10 @@
 #include <set>
 #include <stdexcept>
 
-#include "kube/base64.h"
-
 namespace tessel::testing {
 namespace {
 
 using json = nlohmann::json;
-using tessel::kube::ResourceInfo;
-using tessel::kube::ResourceRegistry;
-
-const std::vector<std::string> kAllVerbs = {"create", "delete", "deletecollection", "get",
-                                            "list",   "patch",  "update",           "watch"};
-// A custom resource's verbs, in the order kube-apiserver lists them.
-const std::vector<std::string> kCustomResourceVerbs = {
-    "delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"};
-
-struct SubresourceEntry {
-  std::string kind;  // "" for the resource's own kind
-  std::string group;
-  std::string version;
-  std::vector<std::string> verbs;
-};
-
-// What kube-apiserver v1.26 says about the built-in resources tessel uses.
-struct BuiltinResource {
-  std::vector<std::string> verbs;
-  std::vector<std::string> categories;
-  std::string storage_version;  // group/version its objects are stored as, for the hash; ""
-                                // for resources that are not stored
-  std::map<std::string, SubresourceEntry> subresources;
-};
-
-const SubresourceEntry kStatus{"", "", "", {"get", "patch", "update"}};
-
-const std::map<std::pair<std::string, std::string>, BuiltinResource>& builtin_resources() {
-  static const std::map<std::pair<std::string, std::string>, BuiltinResource> table = {
-      {{"", "configmaps"}, {kAllVerbs, {}, "/v1", {}}},
-      {{"", "endpoints"}, {kAllVerbs, {}, "/v1", {}}},
-      {{"", "events"}, {kAllVerbs, {}, "/v1", {}}},
-      {{"", "namespaces"},
-       {{"create", "delete", "get", "list", "patch", "update", "watch"},
-        {},
-        "/v1",
-        {{"status", kStatus}, {"finalize", {"", "", "", {"update"}}}}}},
-      {{"", "nodes"}, {kAllVerbs, {}, "/v1", {{"status", kStatus}}}},
-      {{"", "pods"},
-       {kAllVerbs,
-        {"all"},
-        "/v1",
-        {{"status", kStatus}, {"binding", {"Binding", "", "", {"create"}}}}}},
-      {{"", "secrets"}, {kAllVerbs, {}, "/v1", {}}},
-      {{"", "serviceaccounts"},
-       {kAllVerbs,
-        {},
-        "/v1",
-        {{"token", {"TokenRequest", "authentication.k8s.io", "v1", {"create"}}}}}},
-      {{"", "services"}, {kAllVerbs, {"all"}, "/v1", {{"status", kStatus}}}},
-      {{"coordination.k8s.io", "leases"}, {kAllVerbs, {}, "coordination.k8s.io/v1", {}}},
-      {{"events.k8s.io", "events"}, {kAllVerbs, {}, "/v1", {}}},
-      {{"admissionregistration.k8s.io", "validatingwebhookconfigurations"},
-       {kAllVerbs, {"api-extensions"}, "admissionregistration.k8s.io/v1", {}}},
-      {{"admissionregistration.k8s.io", "mutatingwebhookconfigurations"},
-       {kAllVerbs, {"api-extensions"}, "admissionregistration.k8s.io/v1", {}}},
-      {{"apps", "deployments"},
-       {kAllVerbs,
-        {"all"},
-        "apps/v1",
-        {{"status", kStatus},
-         {"scale", {"Scale", "autoscaling", "v1", {"get", "patch", "update"}}}}}},
-      {{"apps", "daemonsets"}, {kAllVerbs, {"all"}, "apps/v1", {{"status", kStatus}}}},
-      {{"policy", "poddisruptionbudgets"}, {kAllVerbs, {}, "policy/v1", {{"status", kStatus}}}},
-      {{"admissionregistration.k8s.io", "validatingadmissionpolicies"},
-       {kAllVerbs, {"api-extensions"}, "admissionregistration.k8s.io/v1", {{"status", kStatus}}}},
-      {{"admissionregistration.k8s.io", "validatingadmissionpolicybindings"},
-       {kAllVerbs, {"api-extensions"}, "admissionregistration.k8s.io/v1", {}}},
-      {{"rbac.authorization.k8s.io", "clusterrolebindings"},
-       {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
-      {{"rbac.authorization.k8s.io", "clusterroles"},
-       {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
-      {{"rbac.authorization.k8s.io", "rolebindings"},
-       {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
-      {{"rbac.authorization.k8s.io", "roles"}, {kAllVerbs, {}, "rbac.authorization.k8s.io/v1", {}}},
-      // Answered, not stored: no storageVersionHash.
-      {{"authorization.k8s.io", "selfsubjectaccessreviews"}, {{"create"}, {}, "", {}}},
-      {{"authorization.k8s.io", "selfsubjectrulesreviews"}, {{"create"}, {}, "", {}}},
-      {{"apiextensions.k8s.io", "customresourcedefinitions"},
-       {kAllVerbs, {"api-extensions"}, "apiextensions.k8s.io/v1beta1", {{"status", kStatus}}}},
-  };
-  return table;
-}
 
 // kube-apiserver's built-in groups in the order /apis lists them.
 const std::vector<std::string>& builtin_group_order() {
@@ -122,14 +35,6 @@ const std::vector<std::string>& builtin_group_order() {
                                                  "discovery.k8s.io",
                                                  "flowcontrol.apiserver.k8s.io"};
   return order;
-}
-
-// storageVersionHash: the first 8 bytes of SHA-256("<group>/<version>/<kind>"), base64.
-std::string storage_version_hash(const std::string& group_version, const std::string& kind) {
-  const std::string input = group_version + "/" + kind;
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
-  return tessel::kube::base64_encode(std::string(reinterpret_cast<const char*>(digest), 8));
 }
 
 // Kubernetes' version priority: GA before beta before alpha, higher numbers first, versions
@@ -162,10 +67,11 @@ bool higher_priority(const std::string& a, const std::string& b) {
   return x.minor > y.minor;
 }
 
-std::vector<std::string> served_versions(const ResourceRegistry& served, const std::string& group) {
+std::vector<std::string> served_versions(const std::vector<ApiResource>& served,
+                                         const std::string& group) {
   std::set<std::string> versions;
-  for (const auto& info : served.resources()) {
-    if (info.gvr.group == group) versions.insert(info.gvr.version);
+  for (const auto& info : served) {
+    if (info.group == group) versions.insert(info.version);
   }
   std::vector<std::string> out(versions.begin(), versions.end());
   std::sort(out.begin(), out.end(), higher_priority);
@@ -182,96 +88,6 @@ json group_document(const std::string& group, const std::vector<std::string>& ve
   return {{"name", group},
           {"versions", entries},
           {"preferredVersion", group_version_entry(group, versions.front())}};
-}
-
-const json* find_crd(const std::vector<json>& crds, const ResourceInfo& info) {
-  for (const auto& crd : crds) {
-    const json spec = crd.value("spec", json::object());
-    if (spec.value("group", "") == info.gvr.group &&
-        spec.value("names", json::object()).value("plural", "") == info.gvr.resource) {
-      return &crd;
-    }
-  }
-  return nullptr;
-}
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-std::string crd_storage_version(const json* crd, const std::string& fallback) {
-  if (crd == nullptr) return fallback;
-  for (const auto& v : crd->value("spec", json::object()).value("versions", json::array())) {
-    if (v.value("storage", false)) return v.value("name", fallback);
-  }
-  return fallback;
-}
-
-void add_list(json& entry, const char* key, const std::vector<std::string>& values) {
-  if (!values.empty()) entry[key] = values;
-}
-
-std::vector<std::string> strings_of(const json& value) {
-  std::vector<std::string> out;
-  if (!value.is_array()) return out;
-  for (const auto& v : value) {
-    if (v.is_string()) out.push_back(v.get<std::string>());
-  }
-  return out;
-}
-
-// The APIResource entries of one resource: itself, then its subresources.
-void add_resource_entries(json& resources, const ResourceInfo& info,
-                          const std::vector<json>& crds) {
-  const auto& builtins = builtin_resources();
-  const auto builtin = builtins.find({info.gvr.group, info.gvr.resource});
-  json entry = {{"name", info.gvr.resource},
-                {"singularName", ""},
-                {"namespaced", info.namespaced},
-                {"kind", info.kind}};
-  std::map<std::string, SubresourceEntry> known_subresources;
-  if (builtin != builtins.end()) {
-    entry["verbs"] = builtin->second.verbs;
-    add_list(entry, "shortNames", info.short_names);
-    add_list(entry, "categories", builtin->second.categories);
-    if (!builtin->second.storage_version.empty()) {
-      entry["storageVersionHash"] =
-          storage_version_hash(builtin->second.storage_version, info.kind);
-    }
-    known_subresources = builtin->second.subresources;
-  } else {
-    const json* crd = find_crd(crds, info);
-    const json names = crd == nullptr
-                           ? json::object()
-                           : crd->value("spec", json::object()).value("names", json::object());
-    entry["singularName"] = names.value("singular", lower(info.kind));
-    entry["verbs"] = kCustomResourceVerbs;
-    add_list(entry, "shortNames", info.short_names);
-    add_list(entry, "categories", strings_of(names.value("categories", json())));
-    entry["storageVersionHash"] = storage_version_hash(
-        info.gvr.group + "/" + crd_storage_version(crd, info.gvr.version), info.kind);
-    known_subresources["status"] = kStatus;
-    known_subresources["scale"] = {"Scale", "autoscaling", "v1", {"get", "patch", "update"}};
-  }
-  resources.push_back(entry);
-  for (const auto& sub : info.subresources) {
-    const auto known = known_subresources.find(sub);
-    if (known == known_subresources.end()) {
-      throw std::invalid_argument("discovery: unknown subresource \"" + sub + "\" of " +
-                                  info.gvr.resource);
-    }
-    json sub_entry = {{"name", info.gvr.resource + "/" + sub},
-                      {"singularName", ""},
-                      {"namespaced", info.namespaced}};
-    if (!known->second.group.empty()) {
-      sub_entry["group"] = known->second.group;
-      sub_entry["version"] = known->second.version;
-    }
-    sub_entry["kind"] = known->second.kind.empty() ? info.kind : known->second.kind;
-    sub_entry["verbs"] = known->second.verbs;
-    resources.push_back(sub_entry);
-  }
 }
 
 }  // namespace
@@ -299,10 +115,10 @@ json core_api_versions(const std::string& server_address) {
   return out;
 }
 
-json api_group_list(const ResourceRegistry& served) {
+json api_group_list(const std::vector<ApiResource>& served) {
   std::set<std::string> groups;
-  for (const auto& info : served.resources()) {
-    if (!info.gvr.group.empty()) groups.insert(info.gvr.group);
+  for (const auto& info : served) {
+    if (!info.group.empty()) groups.insert(info.group);
   }
   std::vector<std::string> ordered;
   for (const auto& g : builtin_group_order()) {
@@ -314,7 +130,7 @@ json api_group_list(const ResourceRegistry& served) {
   return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", list}};
 }
 
-json api_group(const ResourceRegistry& served, const std::string& group) {
+json api_group(const std::vector<ApiResource>& served, const std::string& group) {
   if (group.empty()) return nullptr;
   const auto versions = served_versions(served, group);
   if (versions.empty()) return nullptr;
@@ -323,20 +139,14 @@ json api_group(const ResourceRegistry& served, const std::string& group) {
   return out;
 }
 
-json api_resource_list(const ResourceRegistry& served, const std::string& group,
+json api_resource_list(const std::vector<ApiResource>& served, const std::string& group,
                        const std::string& version) {
-  return api_resource_list(served, {}, group, version);
-}
-
-json api_resource_list(const ResourceRegistry& served, const std::vector<json>& crds,
-                       const std::string& group, const std::string& version) {
-  std::vector<const ResourceInfo*> infos;
-  for (const auto& info : served.resources()) {
-    if (info.gvr.group == group && info.gvr.version == version) infos.push_back(&info);
-  }
-  if (infos.empty()) return nullptr;
   json resources = json::array();
-  for (const auto* info : infos) add_resource_entries(resources, *info, crds);
+  for (const ApiResource& info : served) {
+    if (info.group != group || info.version != version) continue;
+    for (json& entry : resource_list_entries(info)) resources.push_back(std::move(entry));
+  }
+  if (resources.empty()) return nullptr;
   std::sort(resources.begin(), resources.end(),
             [](const json& a, const json& b) { return a["name"] < b["name"]; });
   json out = {{"kind", "APIResourceList"}};

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/resource.h"
+#include "tests/support/api_builtin_resources.h"
 
 namespace tessel::testing {
 
@@ -27,18 +27,13 @@ nlohmann::json core_api_versions(const std::string& server_address);
 // /apis: every served group but the core one, kube-apiserver's built-in groups in its order,
 // then the others by name, each with its versions by Kubernetes version priority (v1 before
 // v1beta1 before v1alpha1) and the first as preferredVersion.
-nlohmann::json api_group_list(const tessel::kube::ResourceRegistry& served);
+nlohmann::json api_group_list(const std::vector<ApiResource>& served);
 // /apis/<group> (an APIGroup); null when the group is not served.
-nlohmann::json api_group(const tessel::kube::ResourceRegistry& served, const std::string& group);
+nlohmann::json api_group(const std::vector<ApiResource>& served, const std::string& group);
 
-// /api/v1 and /apis/<group>/<version>; null when the registry serves no such group/version.
-// Built-in resources carry kube-apiserver's verbs, shortNames, categories and
-// storageVersionHash; custom resources take singularName and categories from their CRD in
-// `crds` (without it, the lower-case kind and none).
-nlohmann::json api_resource_list(const tessel::kube::ResourceRegistry& served,
-                                 const std::string& group, const std::string& version);
-nlohmann::json api_resource_list(const tessel::kube::ResourceRegistry& served,
-                                 const std::vector<nlohmann::json>& crds, const std::string& group,
+// /api/v1 and /apis/<group>/<version>; null when nothing of that group/version is served. Each
+// resource is listed as its ApiResource says (resource_list_entries), sorted by name.
+nlohmann::json api_resource_list(const std::vector<ApiResource>& served, const std::string& group,
                                  const std::string& version);
 
 // /openapi/v3 (the index, each entry's serverRelativeURL carrying the document's hash) and
@@ -50,7 +45,7 @@ nlohmann::json api_resource_list(const tessel::kube::ResourceRegistry& served,
 // minimal document kubectl's apply needs; kubectl explain of built-in kinds is not supported).
 // null for anything else, /openapi/v2 included (kubectl then falls back on v3 or, with
 // --validate=false, needs none).
-nlohmann::json openapi_document(const tessel::kube::ResourceRegistry& served,
+nlohmann::json openapi_document(const std::vector<ApiResource>& served,
                                 const std::vector<nlohmann::json>& crds, const std::string& path);
 
 }  // namespace tessel::testing

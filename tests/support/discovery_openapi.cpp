@@ -14,8 +14,6 @@ namespace tessel::testing {
 namespace {
 
 using json = nlohmann::json;
-using tessel::kube::ResourceInfo;
-using tessel::kube::ResourceRegistry;
 
 const std::string kIndexPath = "/openapi/v3";
 const std::string kMetaRef = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.";
@@ -46,11 +44,11 @@ std::string document_hash(const json& document) {
   return out;
 }
 
-const json* find_crd(const std::vector<json>& crds, const ResourceInfo& info) {
+const json* find_crd(const std::vector<json>& crds, const ApiResource& info) {
   for (const auto& crd : crds) {
     const json spec = crd.value("spec", json::object());
-    if (spec.value("group", "") == info.gvr.group &&
-        spec.value("names", json::object()).value("plural", "") == info.gvr.resource) {
+    if (spec.value("group", "") == info.group &&
+        spec.value("names", json::object()).value("plural", "") == info.resource) {
       return &crd;
     }
   }
@@ -286,15 +284,15 @@ void add_custom_resource_schemas(json& schemas, const CustomResource& r, const j
        {{{"group", r.group}, {"kind", list_kind}, {"version", r.version}}}}};
 }
 
-json custom_resource_document(const std::vector<std::pair<const ResourceInfo*, const json*>>& crs) {
+json custom_resource_document(const std::vector<std::pair<const ApiResource*, const json*>>& crs) {
   json paths = json::object();
   json schemas = openapi_meta_schemas();
   for (const auto& [info, crd] : crs) {
-    const json* version = find_crd_version(*crd, info->gvr.version);
+    const json* version = find_crd_version(*crd, info->version);
     if (version == nullptr) continue;
     CustomResource r{
-        info->gvr.group,  info->gvr.version,
-        info->kind,       info->gvr.resource,
+        info->group,      info->version,
+        info->kind,       info->resource,
         info->namespaced, version->value("subresources", json::object()).contains("status")};
     add_custom_resource_paths(paths, r);
     add_custom_resource_schemas(schemas, r, *version);
@@ -307,11 +305,11 @@ json custom_resource_document(const std::vector<std::pair<const ResourceInfo*, c
 
 // What kubectl's apply needs to leave validation to the server: the PATCH operation of each
 // kind, tagged with its group-version-kind and offering fieldValidation.
-json minimal_document(const GroupVersion& gv, const std::vector<const ResourceInfo*>& infos) {
+json minimal_document(const GroupVersion& gv, const std::vector<const ApiResource*>& infos) {
   json paths = json::object();
   for (const auto* info : infos) {
     const std::string path = gv.prefix() + (info->namespaced ? "/namespaces/{namespace}/" : "/") +
-                             info->gvr.resource + "/{name}";
+                             info->resource + "/{name}";
     paths[path]["patch"] = {
         {"x-kubernetes-action", "patch"},
         {"x-kubernetes-group-version-kind", gvk(gv.group, gv.version, info->kind)},
@@ -323,12 +321,12 @@ json minimal_document(const GroupVersion& gv, const std::vector<const ResourceIn
           {"paths", paths}};
 }
 
-json group_version_document(const ResourceRegistry& served, const std::vector<json>& crds,
+json group_version_document(const std::vector<ApiResource>& served, const std::vector<json>& crds,
                             const GroupVersion& gv) {
-  std::vector<const ResourceInfo*> infos;
-  std::vector<std::pair<const ResourceInfo*, const json*>> custom;
-  for (const auto& info : served.resources()) {
-    if (info.gvr.group != gv.group || info.gvr.version != gv.version) continue;
+  std::vector<const ApiResource*> infos;
+  std::vector<std::pair<const ApiResource*, const json*>> custom;
+  for (const auto& info : served) {
+    if (info.group != gv.group || info.version != gv.version) continue;
     infos.push_back(&info);
     if (const json* crd = find_crd(crds, info); crd != nullptr) custom.emplace_back(&info, crd);
   }
@@ -336,15 +334,15 @@ json group_version_document(const ResourceRegistry& served, const std::vector<js
   return custom.empty() ? minimal_document(gv, infos) : custom_resource_document(custom);
 }
 
-std::set<GroupVersion> served_group_versions(const ResourceRegistry& served) {
+std::set<GroupVersion> served_group_versions(const std::vector<ApiResource>& served) {
   std::set<GroupVersion> out;
-  for (const auto& info : served.resources()) out.insert({info.gvr.group, info.gvr.version});
+  for (const auto& info : served) out.insert({info.group, info.version});
   return out;
 }
 
 }  // namespace
 
-json openapi_document(const ResourceRegistry& served, const std::vector<json>& crds,
+json openapi_document(const std::vector<ApiResource>& served, const std::vector<json>& crds,
                       const std::string& path) {
   if (path == kIndexPath) {
     json index = json::object();

@@ -1,4 +1,4 @@
-// The Table columns of the kinds an installation writes (api_install_resources.h), as
+// The Table columns of the kinds an installation writes (api_builtin_resources.cpp), as
 // kube-apiserver 1.26's printers make them (pkg/printers/internalversion), wide columns
 // included.
 #include <cstdint>
