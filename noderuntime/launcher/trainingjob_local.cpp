@@ -93,13 +93,18 @@ LocalJob load_job_file(const std::string& path, const std::string& topology_file
   const std::optional<std::string> text =
       placement::read_file_bounded(path, placement::kMaxJobFileBytes, &why);
   if (!text) throw LocalJobError(path + ": " + why);
+  return parse_job_file(*text, path, topology_file);
+}
+
+LocalJob parse_job_file(const std::string& text, const std::string& path,
+                        const std::string& topology_file) {
   const std::string base_dir = fs::path(path).parent_path().string();
   nlohmann::json document;
   try {
-    document = api::yaml_to_json(*text, path);
+    document = api::yaml_to_json(text, path);
   } catch (const api::ManifestError&) {
     // Not YAML that JSON can hold: the local job parser says why, in its words.
-    return parse_local_job(*text, path, base_dir);
+    return parse_local_job(text, path, base_dir);
   }
   if (!api::is_trainingjob_manifest(document)) {
     if (!topology_file.empty()) {
@@ -107,7 +112,7 @@ LocalJob load_job_file(const std::string& path, const std::string& topology_file
                           ": a local job file names its topology itself; --topology is "
                           "for TrainingJob manifests");
     }
-    return parse_local_job(*text, path, base_dir);
+    return parse_local_job(text, path, base_dir);
   }
   try {
     return local_job_from_trainingjob(api::parse_trainingjob(std::move(document), path), path,

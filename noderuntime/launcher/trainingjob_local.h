@@ -21,5 +21,9 @@ LocalJob local_job_from_trainingjob(const api::TrainingJob& job, const std::stri
 // topology_file, or a local job file (examples/local/), which names its own topology
 // (topology_file must then be empty). Errors name the file and the field.
 LocalJob load_job_file(const std::string& path, const std::string& topology_file);
+// The same for the file's text, read from `path` (which names it in errors; relative paths in it
+// are resolved against its folder).
+LocalJob parse_job_file(const std::string& text, const std::string& path,
+                        const std::string& topology_file);
 
 }  // namespace tessel::launcher
