@@ -150,6 +150,14 @@ std::vector<FieldError> check(const TrainingJobSpec& spec, const placement::Work
   checks.path("trace.path", f.trace_pattern, false);
   check_services(f, checks);
   checks.utf8("workload.model.name", f.model_name);
+  if (!f.optimizer.empty() && f.optimizer != "adamw" && f.optimizer != "sgd") {
+    checks.fail("training.optimizer", "must be \"adamw\" or \"sgd\", got '" + f.optimizer + "'");
+  }
+  if (!f.data_parallel.is_null() &&
+      (!f.data_parallel.is_object() || !f.data_parallel.contains("mode"))) {
+    checks.fail("data_parallel", std::string("expected an object with a mode, or nothing, got ") +
+                                     f.data_parallel.dump());
+  }
   if (!f.links.is_null() && !f.links.is_object()) {
     checks.fail("links", std::string("expected an object or nothing, got ") + f.links.type_name());
   } else {
@@ -213,6 +221,8 @@ ordered_json stage_job_json(const TrainingJobSpec& spec, const StageJobFile& f) 
                    {"grad_clip", t.grad_clip},
                    {"seed", t.seed},
                    {"threads", t.threads.value_or(1)}};
+  if (!f.optimizer.empty()) j["training"]["optimizer"] = f.optimizer;
+  if (!f.data_parallel.is_null()) j["data_parallel"] = f.data_parallel;
   if (spec.data.synthetic) {
     j["data"] = {{"kind", "synthetic"},
                  {"seed", spec.data.synthetic_seed},

@@ -48,6 +48,10 @@ struct StageJobFile {
   std::optional<StageEndpoint> progress;  // none: progress lines on stdout
   std::string trace_pattern;              // "{rank}" in it; "": no traces
   nlohmann::ordered_json links;           // job.json's "links" as is; null: an unshaped network
+  // job.json's "data_parallel" as is (noderuntime/stage/job_spec.h documents it; the stage's
+  // data_parallel_json writes it); null: synchronous data parallelism.
+  nlohmann::ordered_json data_parallel;
+  std::string optimizer;  // training.optimizer: "adamw" or "sgd"; "": the stage's default, adamw
 };
 
 // The most job.json may hold: under a ConfigMap's 1 MiB (its keys and values together), where

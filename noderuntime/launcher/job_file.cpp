@@ -74,6 +74,10 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
   }
   file.trace_pattern = paths.trace_pattern;
   file.links = {{"topology", paths.topology}, {"devices", plan.device_of_rank}};
+  if (job.data_parallel.enabled) file.data_parallel = stage::data_parallel_json(job.data_parallel);
+  if (job.training.optimizer != stage::InnerOptimizer::kAdamW) {
+    file.optimizer = stage::to_string(job.training.optimizer);
+  }
   try {
     return api::stage_job_json(trainingjob_spec(job), file);
   } catch (const api::ManifestError& e) {

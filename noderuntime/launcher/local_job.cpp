@@ -129,7 +129,7 @@ void parse_model(const YamlFields& root, const YamlFields& training, LocalJob& j
 
 void parse_training(const YamlFields& t, LocalJob& job) {
   t.allow({"steps", "micro_batch", "global_batch", "learning_rate", "weight_decay", "beta1",
-           "beta2", "eps", "grad_clip", "seed", "threads"});
+           "beta2", "eps", "grad_clip", "seed", "threads", "optimizer"});
   LocalTraining& o = job.training;
   o.steps = static_cast<int>(t.required_integer("steps", 1, placement::kMaxSteps));
   o.learning_rate = t.number("learning_rate", o.learning_rate, 0, 1, true);
@@ -140,6 +140,48 @@ void parse_training(const YamlFields& t, LocalJob& job) {
   o.grad_clip = t.number("grad_clip", o.grad_clip, 0, kInf);
   o.seed = t.unsigned_integer("seed", o.seed);
   o.threads = static_cast<int>(t.integer("threads", o.threads, 1, 256));
+  try {
+    o.optimizer = stage::parse_inner_optimizer(t.text("optimizer", "adamw"));
+  } catch (const std::invalid_argument& e) {
+    t.fail("training.optimizer", e.what());
+  }
+}
+
+// data_parallel: job.json's section, written in YAML (noderuntime/stage/job_spec.h).
+void parse_data_parallel(const YamlFields& root, LocalJob& job) {
+  if (!root.has("data_parallel")) return;
+  const YamlFields d = root.section("data_parallel");
+  const std::string mode = d.required_text("mode");
+  if (mode == "synchronous") {
+    d.allow({"mode"});
+    return;
+  }
+  if (mode != stage::kLowCommunicationMode) {
+    d.fail("data_parallel.mode",
+           "must be \"synchronous\" or \"low-communication\", got \"" + mode + "\"");
+  }
+  d.allow({"mode", "sync_every", "delta_bits", "outer_learning_rate", "outer_momentum", "nesterov",
+           "delayed", "stagger"});
+  stage::LowCommunication& l = job.data_parallel;
+  l.enabled = true;
+  l.sync_every = static_cast<int>(d.integer("sync_every", l.sync_every, 1, stage::kMaxSyncEvery));
+  l.delta_bits = static_cast<int>(d.integer("delta_bits", l.delta_bits, 4, 32));
+  if (l.delta_bits != 32 && l.delta_bits != 8 && l.delta_bits != 4) {
+    d.fail("data_parallel.delta_bits", "must be 32, 8 or 4, got " + std::to_string(l.delta_bits));
+  }
+  l.outer_learning_rate =
+      static_cast<float>(d.number("outer_learning_rate", l.outer_learning_rate, 0, kInf, true));
+  l.outer_momentum = static_cast<float>(d.number("outer_momentum", l.outer_momentum, 0, 1));
+  if (l.outer_momentum >= 1) d.fail("data_parallel.outer_momentum", "must be below 1, got 1");
+  l.nesterov = d.boolean("nesterov", l.nesterov);
+  l.delayed = d.boolean("delayed", l.delayed);
+  l.stagger = d.boolean("stagger", l.stagger);
+  l.final_step = job.training.steps;
+  if (root.has("checkpoint")) {
+    root.fail("checkpoint",
+              "the low-communication mode's outer state is not checkpointed yet: "
+              "leave checkpoint out or use data_parallel.mode synchronous");
+  }
 }
 
 void parse_data(const YamlFields& root, const std::string& base_dir, LocalJob& job) {
@@ -282,7 +324,7 @@ LocalJob parse_local_job(const std::string& text, const std::string& source,
   }
   const YamlFields root(document, "", source);
   root.allow({"format_version", "name", "topology", "model", "training", "data", "schedule",
-              "pipeline", "placement", "timeouts", "checkpoint"});
+              "pipeline", "placement", "timeouts", "checkpoint", "data_parallel"});
   const int64_t version = root.integer("format_version", 1, 0, kIntMax);
   if (version != 1) root.fail("format_version", "unsupported version " + std::to_string(version));
   LocalJob job;
@@ -298,6 +340,7 @@ LocalJob parse_local_job(const std::string& text, const std::string& source,
   parse_placement(root, job);
   parse_timeouts(root, job);
   parse_checkpoint(root, job);
+  parse_data_parallel(root, job);
   check_memory(root, job);
   return job;
 }

@@ -37,6 +37,7 @@ struct LocalTraining {
   double grad_clip = 1.0;  // 0: off
   uint64_t seed = 1337;
   int threads = 1;  // compute threads per stage process
+  stage::InnerOptimizer optimizer = stage::InnerOptimizer::kAdamW;  // training.optimizer
 };
 
 struct LocalSchedule {
@@ -68,6 +69,9 @@ struct LocalJob {
   int checkpoint_interval = -1;  // -1: no checkpoints; 0: only at the end; n: every n steps
   bool resume = false;
   int checkpoint_keep = 3;  // checkpoint.keep: step folders kept (>= 1), job.json's "keep"
+  // data_parallel: the same fields as job.json's (noderuntime/stage/job_spec.h); not enabled:
+  // synchronous data parallelism.
+  stage::LowCommunication data_parallel;
 
   int world_size() const { return stages * replicas; }
   int chunks() const {
