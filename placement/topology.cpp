@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "placement/limits.h"
+#include "placement/tcp_link_rate.h"
 
 namespace tessel::placement {
 namespace {
@@ -256,6 +257,11 @@ void Topology::finalize(const std::string& source) {
   const size_t site_count = sites.size();
   const auto site_link = check_site_pairs(site_pairs, site_count, site_of_name, check);
   check_device_pairs(device_pairs, size(), check);
+  if (tcp) {
+    check.positive(tcp->window_bytes, "network.tcp.window_bytes");
+    check.within(tcp->streams_per_link, 0, kMaxTcpStreamsPerLink, "network.tcp.streams_per_link",
+                 "streams (0: as many as fill each link)");
+  }
 
   // Expansion; NaN marks a pair of devices no rule covers yet.
   const size_t n = devices.size();
@@ -290,6 +296,21 @@ void Topology::finalize(const std::string& source) {
       check.fail("network.site_pairs", "no link between sites " + quoted(a) + " and " + quoted(b) +
                                            ": list the pair or set " +
                                            "network.inter_site_default");
+    }
+  }
+  if (tcp) {
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < n; ++j) {
+        if (i == j) continue;
+        const size_t k = i * n + j;
+        const double capacity = bandwidth_gbps_[k] * 1e9 / 8;
+        const double rtt_s = 2 * latency_ms_[k] / 1000;
+        const int streams = tcp->streams_per_link > 0
+                                ? tcp->streams_per_link
+                                : streams_to_fill(capacity * rtt_s, tcp->window_bytes);
+        bandwidth_gbps_[k] =
+            usable_rate_bytes_per_s(capacity, rtt_s, streams, tcp->window_bytes) * 8 / 1e9;
+      }
     }
   }
 }

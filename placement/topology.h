@@ -68,6 +68,19 @@ struct DevicePair {
   bool operator==(const DevicePair&) const = default;
 };
 
+// How TCP uses the links (issue 20; placement/tcp_link_rate.h): a link carries
+// min(capacity, streams x window_bytes / RTT), RTT = 2 x its latency (latency is one way).
+struct TcpWindow {
+  // The usable window of one TCP stream: what the socket buffer limit allows (a buffer request
+  // of net.core.wmem_max gives about that much), or the prober's per-stream throughput x RTT.
+  double window_bytes = 0;
+  // 0: each link gets the streams that fill it (up to 16), as the transport chooses them; N:
+  // every link has N.
+  int streams_per_link = 0;
+
+  bool operator==(const TcpWindow&) const = default;
+};
+
 class Topology {
  public:
   std::string id;
@@ -79,16 +92,19 @@ class Topology {
   std::optional<Link> inter_site_default;
   std::vector<SitePair> site_pairs;
   std::vector<DevicePair> device_pairs;
-  Link diagonal;  // what a device has with itself; never read by the cost models
+  Link diagonal;                 // what a device has with itself; never read by the cost models
+  std::optional<TcpWindow> tcp;  // absent: every link carries its capacity
 
   // Checks every cross reference and value, then builds the N x N matrices by the
   // expansion rule: device pair override, else same site -> intra_site, else the listed
-  // site pair, else inter_site_default. Throws TopologyError naming the field at fault
+  // site pair, else inter_site_default; with `tcp`, each bandwidth is then bound by its
+  // streams' windows. Throws TopologyError naming the field at fault
   // (source is prefixed to every message). Must be called before the accessors below.
   void finalize(const std::string& source = "topology");
 
   int size() const { return static_cast<int>(devices.size()); }
   double latency_ms(int a, int b) const { return latency_ms_[index(a, b)]; }
+  // The rate the cost models use: the link's capacity, bound by `tcp` when it is set.
   double bandwidth_gbps(int a, int b) const { return bandwidth_gbps_[index(a, b)]; }
   const GpuType* gpu_type(const std::string& name) const;
   int site_index(const std::string& name) const;  // -1 when unknown

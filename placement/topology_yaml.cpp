@@ -268,10 +268,10 @@ std::vector<DevicePair> read_device_pairs(const Reader& in, const YAML::Node& pa
 
 void read_network(const Reader& in, const YAML::Node& network, Topology& topology) {
   const std::string path = "network";
-  in.check_keys(
-      network, path,
-      {"symmetric", "intra_site", "inter_site_default", "site_pairs", "device_pairs", "diagonal"},
-      kInformationalNetworkKeys);
+  in.check_keys(network, path,
+                {"symmetric", "intra_site", "inter_site_default", "site_pairs", "device_pairs",
+                 "diagonal", "tcp"},
+                kInformationalNetworkKeys);
   if (const YAML::Node symmetric = network["symmetric"]) {
     if (!in.boolean(symmetric, "network.symmetric")) {
       in.fail("network.symmetric", "must be true (asymmetric links are not supported)");
@@ -287,6 +287,16 @@ void read_network(const Reader& in, const YAML::Node& network, Topology& topolog
   }
   if (const YAML::Node pairs = network["device_pairs"]) {
     topology.device_pairs = read_device_pairs(in, pairs);
+  }
+  if (const YAML::Node tcp = network["tcp"]; tcp && !tcp.IsNull()) {
+    in.check_keys(tcp, "network.tcp", {"window_bytes", "streams_per_link"});
+    TcpWindow window;
+    window.window_bytes =
+        in.number(in.required(tcp, "window_bytes", "network.tcp"), "network.tcp.window_bytes");
+    if (const YAML::Node streams = tcp["streams_per_link"]) {
+      window.streams_per_link = in.integer(streams, "network.tcp.streams_per_link");
+    }
+    topology.tcp = window;
   }
   // DT-FM stores the intra-site value on the diagonal; it is never read.
   const YAML::Node diagonal = network["diagonal"];
@@ -396,6 +406,10 @@ void write_network(std::ostream& out, const Topology& topology) {
         << "}\n";
   }
   out << "  diagonal: {" << format_link(topology.diagonal) << "}\n";
+  if (topology.tcp) {
+    out << "  tcp: {window_bytes: " << format_number(topology.tcp->window_bytes)
+        << ", streams_per_link: " << topology.tcp->streams_per_link << "}\n";
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "noderuntime/transport/transport_error.h"
+#include "placement/tcp_link_rate.h"
 
 namespace tessel::transport {
 namespace {
@@ -57,10 +58,10 @@ StreamPlan plan_link_streams(double capacity_bytes_per_s, double rtt_s, int conf
     plan.streams = configured_streams > 0 ? configured_streams : 1;
     return plan;
   }
-  plan.streams = configured_streams > 0
-                     ? configured_streams
-                     : static_cast<int>(std::min<double>(
-                           max_streams, std::ceil(plan.bdp_bytes / static_cast<double>(cap))));
+  plan.streams =
+      configured_streams > 0
+          ? configured_streams
+          : placement::streams_to_fill(plan.bdp_bytes, static_cast<double>(cap), max_streams);
   const double share = plan.bdp_bytes / plan.streams * kBufferHeadroom;
   plan.buffer_bytes = std::min<uint64_t>(cap, static_cast<uint64_t>(std::ceil(share)));
   if (plan.bdp_bytes > static_cast<double>(cap)) {

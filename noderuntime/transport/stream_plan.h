@@ -7,6 +7,9 @@
 // its share of the BDP (plus headroom) within the caps. Short links get one stream and the
 // kernel's own buffer autotuning.
 //
+// The rule itself (N = ceil(BDP / window), rate = min(capacity, N x window / RTT)) is
+// placement/tcp_link_rate.h's, which the planner applies to the topology's links too.
+//
 // Window of a buffer request: Linux grants SO_SNDBUF/SO_RCVBUF of v as 2v and keeps about half
 // of it for its own bookkeeping, so a request of v yields a usable window of about v.
 #pragma once
@@ -14,9 +17,11 @@
 #include <cstdint>
 #include <string>
 
+#include "placement/tcp_link_rate.h"
+
 namespace tessel::transport {
 
-constexpr int kMaxStreamsPerLink = 16;
+constexpr int kMaxStreamsPerLink = placement::kMaxTcpStreamsPerLink;
 // At or below this bandwidth-delay product the kernel's autotuning (net.ipv4.tcp_wmem/rmem)
 // already fills the link: buffers are left alone.
 constexpr uint64_t kAutotunedWindowBytes = 1 << 20;
