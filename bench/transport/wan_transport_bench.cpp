@@ -1,0 +1,233 @@
+// bench/transport: the TCP transport over the WAN emulator (issue 20), where the kernel's TCP
+// sees the real round trip. For each world size n and round trip it starts tessel-wan-emulator's
+// namespaces (every directed link `--rate-mbit` with RTT/2 one-way delay), runs every rank on a
+// thread inside its own namespace (one process, one clock) and measures, once with one TCP
+// stream per link and once with the streams the transport chooses from the link's
+// bandwidth-delay product (stream_plan.h), side by side:
+// - the ring all-reduce of `--bytes` (busbw = size / time x 2(n-1)/n, the slowest rank's time,
+//   mean over --iters after --warmup, every element checked: #wrong);
+// - pipeline-sized messages: rank 0 sends --messages messages of --message-bytes to rank 1,
+//   throughput = bytes / (last one received - first one sent).
+// `link` is the emulated rate of one directed link (IP bytes; TCP payload is 1448 of every 1500).
+// Needs root and /dev/net/tun; without them it says why and exits 77 (skipped).
+// Usage: wan_transport_bench [--ranks 2,4] [--rtt-ms 0,50,150,250] [--rate-mbit 1000]
+//        [--bytes N] [--iters 3] [--warmup 1] [--message-bytes N] [--messages 16]
+//        [--streams N (instead of the chosen)] [--no-slow-start-after-idle]
+// Recorded results: bench/transport/results.md and docs/benchmarks.md.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "noderuntime/transport/tcp_communicator.h"
+#include "noderuntime/transport/transport_error.h"
+#include "tests/support/wan/network_namespace.h"
+#include "tests/support/wan/wan_emulator.h"
+
+using namespace tessel::transport;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct BenchOptions {
+  std::vector<int> ranks{2};
+  std::vector<double> rtt_ms{0, 50, 150, 250};
+  double rate_mbit = 1000;
+  size_t bytes = 64 << 20;
+  int iters = 3;
+  int warmup = 1;
+  size_t message_bytes = 8 << 20;
+  int messages = 16;
+  int streams = 0;  // the "chosen" column: 0 = the transport's choice
+  bool slow_start_after_idle = true;
+};
+
+struct Measured {
+  std::string plan;        // the streams and buffers of rank 0's link to rank 1
+  double allreduce_s = 0;  // mean of the slowest rank's time
+  long wrong = 0;
+  double pipeline_s = 0;
+};
+
+float input(int rank, size_t i) {
+  return static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(rank) * 13) % 41) - 20);
+}
+
+std::vector<int> all_ranks(int n) {
+  std::vector<int> group(n);
+  for (int i = 0; i < n; ++i) group[i] = i;
+  return group;
+}
+
+void barrier(Communicator& comm) {
+  float token = 0;
+  comm.all_reduce(&token, 1, DType::kF32, all_ranks(comm.size()));
+}
+
+// Runs one configuration: every rank on a thread in its namespace.
+Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const BenchOptions& o) {
+  std::vector<TcpListener> listeners;
+  std::vector<PeerAddress> peers;
+  for (int r = 0; r < n; ++r) {
+    wan.call_in(r, [&] { listeners.push_back(TcpListener::bind(wan.address(r), 0)); });
+    peers.push_back({wan.address(r), listeners.back().port(), "ns " + std::to_string(r)});
+  }
+  Measured out;
+  std::mutex mu;
+  std::vector<std::vector<double>> times(n);
+  std::vector<std::string> errors(n);
+  Clock::time_point first_send, last_recv;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        wan.call_in(r, [&] {
+          TcpOptions tcp;
+          tcp.job_id = 0x3a5;
+          tcp.rank = r;
+          tcp.peers = peers;
+          tcp.io_timeout = std::chrono::seconds(120);
+          tcp.streams_per_link = streams;
+          tcp.link_capacity.assign(n, o.rate_mbit * 1e6 / 8);
+          tcp.log = [&](const std::string& line) {
+            std::lock_guard lock(mu);
+            std::fprintf(stderr, "%s\n", line.c_str());
+          };
+          TcpCommunicator comm(tcp, listeners[r]);
+          if (r == 0) out.plan = std::to_string(comm.streams_to(1));
+          const size_t count = o.bytes / sizeof(float);
+          std::vector<float> data(count);
+          for (int it = 0; it < o.warmup + o.iters; ++it) {
+            for (size_t i = 0; i < count; ++i) data[i] = input(r, i);
+            barrier(comm);
+            const auto start = Clock::now();
+            comm.all_reduce(data.data(), count, DType::kF32, all_ranks(n));
+            const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            long wrong = 0;
+            for (size_t i = 0; i < count; ++i) {
+              float expected = 0;
+              for (int q = 0; q < n; ++q) expected += input(q, i);
+              wrong += data[i] != expected;
+            }
+            std::lock_guard lock(mu);
+            out.wrong += wrong;
+            if (it >= o.warmup) times[r].push_back(seconds);
+          }
+          // Pipeline-sized messages, rank 0 to rank 1 (one warm-up message first).
+          std::vector<std::byte> message(o.message_bytes, std::byte{7});
+          const auto info = [&](int i) {
+            return TensorInfo{Tag::kActivation,
+                              static_cast<uint64_t>(i),
+                              0,
+                              0,
+                              DType::kI32,
+                              {static_cast<int64_t>(o.message_bytes / 4)}};
+          };
+          barrier(comm);
+          if (r == 0) {
+            comm.send(1, info(0), message);
+            barrier(comm);
+            first_send = Clock::now();
+            std::vector<Request> sends;
+            for (int i = 1; i <= o.messages; ++i) sends.push_back(comm.isend(1, info(i), message));
+            for (auto& s : sends) s.wait();
+          } else if (r == 1) {
+            comm.recv(0, info(0), message);
+            barrier(comm);
+            for (int i = 1; i <= o.messages; ++i) comm.recv(0, info(i), message);
+            last_recv = Clock::now();
+          } else {
+            barrier(comm);
+          }
+          barrier(comm);
+        });
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    if (!errors[r].empty()) throw TransportError("rank " + std::to_string(r) + ": " + errors[r]);
+  }
+  for (int it = 0; it < o.iters; ++it) {
+    double slowest = 0;
+    for (int r = 0; r < n; ++r) slowest = std::max(slowest, times[r][it]);
+    out.allreduce_s += slowest / o.iters;
+  }
+  out.pipeline_s = std::chrono::duration<double>(last_recv - first_send).count();
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  BenchOptions o;
+  CLI::App app("TCP transport over the WAN emulator: 1 stream vs the chosen streams");
+  app.add_option("--ranks", o.ranks)->delimiter(',');
+  app.add_option("--rtt-ms", o.rtt_ms)->delimiter(',');
+  app.add_option("--rate-mbit", o.rate_mbit);
+  app.add_option("--bytes", o.bytes);
+  app.add_option("--iters", o.iters)->check(CLI::PositiveNumber);
+  app.add_option("--warmup", o.warmup)->check(CLI::NonNegativeNumber);
+  app.add_option("--message-bytes", o.message_bytes);
+  app.add_option("--messages", o.messages)->check(CLI::PositiveNumber);
+  app.add_option("--streams", o.streams, "streams of the second column (0: the transport's choice)")
+      ->check(CLI::Range(0, kMaxStreamsPerLink));
+  bool no_slow_start = false;
+  app.add_flag("--no-slow-start-after-idle", no_slow_start,
+               "set net.ipv4.tcp_slow_start_after_idle=0 in the namespaces");
+  CLI11_PARSE(app, argc, argv);
+  o.slow_start_after_idle = !no_slow_start;
+
+  const double link = o.rate_mbit * 1e6 / 8;  // bytes/s
+  const SocketBufferLimits limits = read_socket_buffer_limits();
+  std::printf("# net.core.wmem_max %llu, rmem_max %llu; all-reduce %zu B, pipeline %d x %zu B\n",
+              static_cast<unsigned long long>(limits.wmem_max),
+              static_cast<unsigned long long>(limits.rmem_max), o.bytes, o.messages,
+              o.message_bytes);
+  for (int n : o.ranks) {
+    std::printf(
+        "\n# n = %d, links %.0f Mbit/s (%.1f MB/s)%s\n#  rtt(ms)  streams  allreduce(ms)  "
+        "busbw(MB/s)  bus/link  pipeline(MB/s)  pipe/link  #wrong\n",
+        n, o.rate_mbit, link / 1e6, o.slow_start_after_idle ? "" : ", no slow start after idle");
+    for (double rtt : o.rtt_ms) {
+      tessel::wan::WanConfig config;
+      config.namespaces = static_cast<size_t>(n);
+      config.default_link.delay_ms = rtt / 2;
+      config.default_link.rate_mbit = o.rate_mbit;
+      std::unique_ptr<tessel::wan::WanEmulator> wan;
+      try {
+        wan = tessel::wan::WanEmulator::start(config);
+      } catch (const tessel::wan::WanUnavailable& e) {
+        std::printf("SKIPPED: the WAN emulator cannot run here: %s\n", e.what());
+        return 77;
+      }
+      if (!o.slow_start_after_idle) {
+        for (int r = 0; r < n; ++r) {
+          std::string output;
+          wan->run_in(r, "sysctl -qw net.ipv4.tcp_slow_start_after_idle=0", output);
+        }
+      }
+      for (int streams : {1, o.streams}) {
+        const Measured m = run(*wan, n, streams, o);
+        const double busbw = o.bytes / m.allreduce_s * 2.0 * (n - 1) / n;
+        const double pipe = static_cast<double>(o.messages) * o.message_bytes / m.pipeline_s;
+        std::printf("%10.0f  %7s  %13.1f  %11.1f  %7.1f%%  %14.1f  %8.1f%%  %6ld\n", rtt,
+                    (m.plan + (streams == 0 ? " (chosen)" : "")).c_str(), m.allreduce_s * 1e3,
+                    busbw / 1e6, 100 * busbw / link, pipe / 1e6, 100 * pipe / link, m.wrong);
+        std::fflush(stdout);
+      }
+      const auto stats = wan->stats();
+      std::fprintf(stderr, "# forwarder: %llu packets out, %llu dropped at a full queue\n",
+                   static_cast<unsigned long long>(stats.packets_out),
+                   static_cast<unsigned long long>(stats.dropped_queue));
+    }
+  }
+  return 0;
+}
