@@ -120,7 +120,7 @@ SafetensorsFile decode_safetensors(const std::vector<std::byte>& bytes, const st
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(text, text + length);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range (1e400)
     fail(std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) fail("header is not a JSON object");

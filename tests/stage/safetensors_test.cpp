@@ -96,6 +96,10 @@ TEST(Safetensors, RejectsMalformedFilesNamingTheFileAndTensor) {
             "x.safetensors: tensor 'w': unknown field 'offsets'");
   EXPECT_EQ(decode_error(R"({"__metadata__":{"step":7}})", 0),
             "x.safetensors: __metadata__: 'step' is not a string");
+  // Found by tests/fuzz (safetensors): a number no double holds threw out_of_range past the reader.
+  EXPECT_EQ(decode_error(R"({"w":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})", 4),
+            "x.safetensors: header is not valid JSON: [json.exception.out_of_range.406] number "
+            "overflow parsing '1e400'");
   std::vector<std::byte> truncated = bytes_of("{}", 0);
   truncated[0] = std::byte{0xFF};
   EXPECT_THROW(decode_safetensors(truncated, "t"), SafetensorsError);
