@@ -3,8 +3,9 @@
 // from what the server serves as a v1.26 kube-apiserver words them
 // (fixtures/kube-1.26/discovery, openapi-minimal).
 //
-// Only what the registry serves is listed (a real server lists many more groups and
-// subresources such as pods/log; listing them here would promise endpoints this server lacks).
+// Only what the server serves is listed (its ApiResource entries, api_builtin_resources.h: a
+// real server lists many more groups and subresources such as pods/log; listing them here would
+// promise endpoints this server lacks).
 #pragma once
 
 #include <nlohmann/json.hpp>
