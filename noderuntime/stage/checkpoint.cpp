@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -249,7 +250,8 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
     return v.get<int64_t>();
   };
   const nlohmann::json& format = field(j, "format", "");
-  if (format == kOldFormat) throw CheckpointError(old_format_message(path));
+  // Not damage but a checkpoint this tessel cannot resume: refused, no older step tried.
+  if (format == kOldFormat) throw CheckpointMismatch(old_format_message(path));
   if (format != kCheckpointFormat) {
     throw CheckpointError(path + ": format " + format.dump() + ", expected '" + kCheckpointFormat +
                           "'");
@@ -719,47 +721,113 @@ void prune_checkpoints(const std::string& dir, int64_t current, const Checkpoint
   }
 }
 
-std::optional<int64_t> latest_checkpoint(const std::string& dir) {
+namespace {
+
+// A committed step of a checkpoint dir whose manifests check out (rank files not yet read).
+struct CommittedStep {
+  int64_t step = 0;
+  std::string manifest_path;  // the step's manifest.json
+  Manifest manifest;
+};
+
+// The committed steps of `dir`, newest first: a step folder with a manifest.json that parses and
+// names the step, committed by <dir>/manifest.json (which names it, byte-identical, or a newer
+// step; when <dir>/manifest.json is missing or unreadable, every step but the newest complete
+// one). Every step left out goes to `skip` with the fault. `found_any` (when given) says whether
+// dir held any checkpoint at all. Throws CheckpointMismatch for a checkpoint of an older format,
+// CheckpointError when dir is not a folder or cannot be listed.
+std::vector<CommittedStep> committed_steps(
+    const std::string& dir, const std::function<void(int64_t, const std::string&)>& skip,
+    bool* found_any) {
+  std::vector<CommittedStep> usable;
   std::error_code error;
-  if (!fs::exists(dir, error)) return std::nullopt;
+  if (!fs::exists(dir, error)) return usable;
   if (!fs::is_directory(dir, error)) {
     throw CheckpointError(dir + ": the checkpoint folder is not a folder");
   }
+  bool found = false;
+  const std::vector<int64_t> steps = step_folders(dir);  // ascending
+  // <dir>/manifest.json commits a step: the one it names and the older ones are complete.
   const std::string top = checkpoint_manifest(dir);
-  if (!fs::exists(top, error)) {
-    std::vector<int64_t> complete;
-    for (int64_t step : step_folders(dir)) {
-      const std::string step_manifest = checkpoint_step_manifest(dir, step);
-      if (!fs::exists(step_manifest, error)) continue;  // a save that never finished
-      // An old checkpoint has no top manifest at all: say so rather than "missing".
-      try {
-        parse_manifest(read_text(step_manifest, ""), step_manifest);
-      } catch (const CheckpointError& e) {
-        if (std::string(e.what()).find(kOldFormat) != std::string::npos) throw;
-      }
-      complete.push_back(step);
+  std::optional<int64_t> committed;
+  std::string top_text;
+  std::string top_fault;
+  if (fs::exists(top, error)) {
+    found = true;
+    try {
+      top_text = read_text(top, "");
+      committed = parse_manifest(top_text, top).step;
+    } catch (const CheckpointMismatch&) {
+      throw;
+    } catch (const CheckpointError& e) {
+      top_fault = e.what();
     }
-    if (complete.empty()) return std::nullopt;
-    std::string steps;
-    for (int64_t step : complete) steps += (steps.empty() ? "" : ", ") + std::to_string(step);
-    throw CheckpointError(
-        top + ": missing, although " + dir + " holds complete checkpoints (steps " + steps +
-        "): it names the current step, and without it no step is resumed from; restore it by "
-        "copying the manifest.json of the step to resume from (e.g. " +
-        checkpoint_step_manifest(dir, complete.back()) +
-        ") to it, or start afresh (resume: false, or another checkpoint folder)");
+  } else {
+    top_fault = top + ": missing";
   }
-  const std::string text = read_text(top, "");
-  const Manifest manifest = parse_manifest(text, top);
-  const std::string step_manifest = checkpoint_step_manifest(dir, manifest.step);
-  const std::string step_text =
-      read_text(step_manifest, " (" + top + " names step " + std::to_string(manifest.step) +
-                                   " as the current checkpoint)");
-  if (step_text != text) {
-    throw CheckpointError(step_manifest + ": differs from " + top +
-                          ", which names this step as the current checkpoint: one was edited");
+  std::optional<int64_t> newest_complete;
+  for (int64_t step : steps) {
+    found = true;
+    if (fs::exists(checkpoint_step_manifest(dir, step), error)) newest_complete = step;
   }
-  return manifest.step;
+  if (found_any) *found_any = found;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    const int64_t step = *it;
+    const std::string manifest_path = checkpoint_step_manifest(dir, step);
+    if (!fs::exists(manifest_path, error)) {
+      skip(step, manifest_path + ": missing: a save that did not finish (a half-written folder)");
+      continue;
+    }
+    if (committed && step > *committed) {
+      skip(step, top + " names step " + std::to_string(*committed) +
+                     ": this newer step's save did not finish in this folder");
+      continue;
+    }
+    if (!committed && step == newest_complete) {
+      // An old checkpoint has no <dir>/manifest.json at all: its format is what to say.
+      try {
+        parse_manifest(read_text(manifest_path, ""), manifest_path);
+      } catch (const CheckpointMismatch&) {
+        throw;
+      } catch (const CheckpointError&) {
+      }
+      skip(step, top_fault + "; it commits the newest step, which is therefore not used");
+      continue;
+    }
+    std::string text;
+    Manifest manifest;
+    try {
+      text = read_text(manifest_path, "");
+      manifest = parse_manifest(text, manifest_path);
+    } catch (const CheckpointMismatch&) {
+      throw;
+    } catch (const CheckpointError& e) {
+      skip(step, e.what());
+      continue;
+    }
+    if (manifest.step != step) {
+      skip(step, manifest_path + ": step " + std::to_string(manifest.step) + ", expected " +
+                     std::to_string(step));
+      continue;
+    }
+    if (committed && step == *committed && text != top_text) {
+      skip(step, manifest_path + ": differs from " + top +
+                     ", which names this step as the current checkpoint: one was edited");
+      continue;
+    }
+    usable.push_back({step, manifest_path, std::move(manifest)});
+  }
+  return usable;
+}
+
+}  // namespace
+
+std::optional<int64_t> latest_checkpoint(const std::string& dir) {
+  // The steps skipped are said when a resume takes the inventory.
+  const std::vector<CommittedStep> steps = committed_steps(
+      dir, [](int64_t, const std::string&) {}, nullptr);
+  if (steps.empty()) return std::nullopt;
+  return steps.front().step;
 }
 
 void load_state(const std::vector<std::byte>& bytes, const StateFacts& facts,
@@ -812,79 +880,28 @@ void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime
 }
 
 StateInventory inventory_states(const std::string& dir, const StageRuntime& runtime,
-                                std::ostream& err, const std::string& who) {
+                                std::ostream& err, const std::string& who, CheckpointDirs dirs) {
   StateInventory inventory;
-  std::error_code error;
-  if (!fs::exists(dir, error)) return inventory;
-  if (!fs::is_directory(dir, error)) {
-    throw CheckpointError(dir + ": the checkpoint folder is not a folder");
-  }
   const auto skip = [&](int64_t step, const std::string& why) {
     err << who << ": resume: skipping step " << step << ": " << why << '\n';
   };
-  const std::vector<int64_t> steps = step_folders(dir);  // ascending
-  // <dir>/manifest.json commits a step: the one it names and the older ones are complete.
-  const std::string top = checkpoint_manifest(dir);
-  std::optional<int64_t> committed;
-  std::string top_text;
-  std::string top_fault;
-  if (fs::exists(top, error)) {
-    inventory.found_any = true;
-    try {
-      top_text = read_text(top, "");
-      committed = parse_manifest(top_text, top).step;
-    } catch (const CheckpointError& e) {
-      top_fault = e.what();
-    }
-  } else {
-    top_fault = top + ": missing";
-  }
-  std::optional<int64_t> newest_complete;
-  for (int64_t step : steps) {
-    inventory.found_any = true;
-    if (fs::exists(checkpoint_step_manifest(dir, step), error)) newest_complete = step;
-  }
-  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    const int64_t step = *it;
-    const std::string manifest_path = checkpoint_step_manifest(dir, step);
-    if (!fs::exists(manifest_path, error)) {
-      skip(step, manifest_path + ": missing: a save that did not finish (a half-written folder)");
-      continue;
-    }
-    if (committed && step > *committed) {
-      skip(step, top + " names step " + std::to_string(*committed) +
-                     ": this newer step's save did not finish in this folder");
-      continue;
-    }
-    if (!committed && step == newest_complete) {
-      skip(step, top_fault + "; it commits the newest step, which is therefore not used");
-      continue;
-    }
-    std::string text;
-    Manifest manifest;
-    try {
-      text = read_text(manifest_path, "");
-      manifest = parse_manifest(text, manifest_path);
-    } catch (const CheckpointError& e) {
-      skip(step, e.what());
-      continue;
-    }
-    if (manifest.step != step) {
-      skip(step, manifest_path + ": step " + std::to_string(manifest.step) + ", expected " +
-                     std::to_string(step));
-      continue;
-    }
-    if (committed && step == *committed && text != top_text) {
-      skip(step, manifest_path + ": differs from " + top +
-                     ", which names this step as the current checkpoint: one was edited");
-      continue;
-    }
-    if (manifest.layout) check_same_job(*manifest.layout, manifest_path, runtime);
+  std::error_code error;
+  for (const CommittedStep& committed : committed_steps(dir, skip, &inventory.found_any)) {
+    const int64_t step = committed.step;
+    const Manifest& manifest = committed.manifest;
+    if (manifest.layout) check_same_job(*manifest.layout, committed.manifest_path, runtime);
     // The stage's files that are in this folder: this rank's own first.
     std::vector<const ManifestEntry*> candidates;
     for (const ManifestEntry& e : manifest.files) {
       if (e.stage != runtime.stage()) continue;
-      if (!fs::exists(checkpoint_rank_file(dir, step, e.rank), error)) continue;
+      const std::string path = checkpoint_rank_file(dir, step, e.rank);
+      if (!fs::exists(path, error)) {
+        // A per-rank dir holds only the files its ranks wrote; a shared one should hold all.
+        if (dirs == CheckpointDirs::kShared && e.rank == runtime.rank()) {
+          skip(step, path + ": missing (" + committed.manifest_path + " lists it)");
+        }
+        continue;
+      }
       if (e.rank == runtime.rank()) {
         candidates.insert(candidates.begin(), &e);
       } else {
@@ -892,12 +909,12 @@ StateInventory inventory_states(const std::string& dir, const StageRuntime& runt
       }
     }
     if (candidates.empty()) {
-      skip(step, manifest_path + ": none of the files it lists for stage " +
+      skip(step, committed.manifest_path + ": none of the files it lists for stage " +
                      std::to_string(runtime.stage()) + " is in " + dir);
       continue;
     }
     for (const ManifestEntry* entry : candidates) {
-      StoredState state{step, checkpoint_rank_file(dir, step, entry->rank), manifest_path,
+      StoredState state{step, checkpoint_rank_file(dir, step, entry->rank), committed.manifest_path,
                         manifest.facts(*entry)};
       try {
         read_stored_state(state, runtime);

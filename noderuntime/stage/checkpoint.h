@@ -17,9 +17,14 @@
 // <dir> is its own (stage pods in different clusters share no volume) and holds only that
 // rank's files. The all-reduce carries every file's size and CRC32C to every rank, so every
 // rank writes the same manifest bytes (all ranks' entries) into its own dir and prunes its own
-// old steps. Resuming takes the inventory of each dir (inventory_states: the committed steps at
-// which it holds a verified file of the rank's stage, whichever replica wrote it; every step
-// skipped said with its fault), and the ranks agree on a step from them (per_rank_resume.h).
+// old steps.
+//
+// Resuming, from either kind of dir, falls back past damage: every rank takes the inventory of
+// its dir (inventory_states: the committed steps at which it holds a verified file of the
+// rank's stage, whichever replica wrote it; every step or file skipped said with its fault), and
+// the ranks agree on the newest step every stage holds (checkpoint_resume.h). In a shared dir
+// every rank sees every file, so a rank whose own file is damaged loads its data-parallel
+// peer's file of the same step from the dir.
 //
 // Another width: a checkpoint resumes a job of another number of data-parallel replicas with
 // the same model, stages, chunks, layer split and global batch (the data position counts global
@@ -81,8 +86,8 @@ class CheckpointError : public SafetensorsError {
 };
 
 // A sound checkpoint of another job: another model, number of stages, chunks, layer split or
-// global batch. Not damage: no older step of the same dir is tried instead; the message names
-// both sides.
+// global batch, or one of an older format. Not damage: no older step of the same dir is tried
+// instead; the message names both sides.
 class CheckpointMismatch : public CheckpointError {
  public:
   using CheckpointError::CheckpointError;
@@ -120,12 +125,13 @@ void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
                      transport::Communicator& comm, const CheckpointPruning& pruning = {},
                      CheckpointDirs dirs = CheckpointDirs::kShared);
 
-// The current step as <dir>/manifest.json names it, after checking it against the step's own
-// manifest.json. nullopt when there is no checkpoint yet: no <dir>, or neither manifest.json
-// nor a step folder with a manifest.json (folders without one are saves that never finished).
-// Throws CheckpointError naming the path when <dir>/manifest.json is missing although a step
-// folder holds a complete checkpoint (never a fallback to an older step), unreadable, of an
-// older format, or names a step whose manifest.json is missing or differs.
+// The newest committed step of `dir` whose manifests check out, as inventory_states finds them
+// before it reads any rank file: normally the step <dir>/manifest.json names; past a torn,
+// missing or edited manifest, the newest older step that is committed. Rank files are not read
+// (a resume may still fall back further, past a damaged file). nullopt when there is none: no
+// <dir>, no step folder with a manifest.json (folders without one are saves that never
+// finished), or only steps that are not committed. Throws CheckpointMismatch for a checkpoint
+// of an older format, CheckpointError when `dir` is not a folder or cannot be listed.
 std::optional<int64_t> latest_checkpoint(const std::string& dir);
 
 // Restores parameters, moments, step count and data position of this rank from the
@@ -156,24 +162,25 @@ struct StoredState {
   StateFacts facts;
 };
 
-// The usable states of this rank's stage in a per-rank dir, newest first; found_any says
+// The usable states of this rank's stage in a checkpoint dir, newest first; found_any says
 // whether the dir held any checkpoint at all (a step folder or manifest.json), usable or not.
 struct StateInventory {
   std::vector<StoredState> usable;
   bool found_any = false;
 };
 
-// Takes the inventory of `dir` for `runtime`'s stage (per-rank dirs: checkpoint.shared false).
-// A step is usable when its folder has a manifest.json that parses, names the step and is
-// committed (<dir>/manifest.json names it, byte-identical, or a newer step; when
-// <dir>/manifest.json is missing or unreadable, every step but the newest complete one), and a
-// file of this stage that it lists (this rank's own first, then the stage's other replicas')
-// passes every check of load_checkpoint. Every step or file skipped is said on `err`, one line
-// each, starting with `who`, naming the file and the fault. Throws CheckpointMismatch when a
-// step is of another job (model, stages, chunks, layer split, global batch), and CheckpointError
-// when `dir` is not a folder or cannot be listed.
+// Takes the inventory of `dir` for `runtime`'s stage (a per-rank dir, or the one shared dir).
+// A step is usable when it is committed (latest_checkpoint says when) and a file of this stage
+// that its manifest lists (this rank's own first, then the stage's other replicas') passes
+// every check of load_checkpoint. Every step or file skipped is said on `err`, one line each,
+// starting with `who`, naming the file and the fault; in a shared dir (`dirs`) this rank's own
+// file missing too (a per-rank dir holds only the files its ranks wrote). Throws
+// CheckpointMismatch when a step is of another job (model, stages, chunks, layer split, global
+// batch) or of an older format, and CheckpointError when `dir` is not a folder or cannot be
+// listed.
 StateInventory inventory_states(const std::string& dir, const StageRuntime& runtime,
-                                std::ostream& err, const std::string& who);
+                                std::ostream& err, const std::string& who,
+                                CheckpointDirs dirs = CheckpointDirs::kPerRank);
 
 // The bytes of a stored state, read and verified again (the file may have changed since the
 // inventory). Throws CheckpointError naming the file and the fault.

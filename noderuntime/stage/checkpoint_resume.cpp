@@ -1,9 +1,8 @@
-#include "noderuntime/stage/per_rank_resume.h"
+#include "noderuntime/stage/checkpoint_resume.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "noderuntime/stage/checkpoint.h"
 #include "noderuntime/stage/peer_state.h"
 #include "noderuntime/stage/resume_plan.h"
 
@@ -28,8 +27,9 @@ void load_and_send(const StoredState& stored, const std::vector<int>& receivers,
 
 }  // namespace
 
-std::optional<int64_t> resume_from_per_rank_dirs(const std::string& dir, StageRuntime& runtime,
-                                                 transport::Communicator& comm, std::ostream& err) {
+std::optional<int64_t> resume_from_checkpoints(const std::string& dir, CheckpointDirs dirs,
+                                               StageRuntime& runtime, transport::Communicator& comm,
+                                               std::ostream& err) {
   const PipelineLayout& layout = runtime.layout();
   const int rank = comm.rank();
   const std::string who = "tessel-stage " + rank_label(layout, rank);
@@ -38,7 +38,7 @@ std::optional<int64_t> resume_from_per_rank_dirs(const std::string& dir, StageRu
   StateInventory inventory;
   std::optional<std::string> failure;
   try {
-    inventory = inventory_states(dir, runtime, err, who);
+    inventory = inventory_states(dir, runtime, err, who, dirs);
     mine.found_any = inventory.found_any;
     for (const StoredState& s : inventory.usable) mine.steps.push_back(s.step);
   } catch (const std::exception& e) {
@@ -47,11 +47,12 @@ std::optional<int64_t> resume_from_per_rank_dirs(const std::string& dir, StageRu
   }
   const std::vector<RankInventory> all = exchange_inventories(comm, layout, mine);
   if (failure) throw CheckpointError(*failure);
-  const ResumePlan plan = plan_resume(layout, all, dir);
+  const ResumePlan plan = plan_resume(layout, all, dir, dirs);
   if (!plan.step) {
     if (rank == 0) {
       err << "tessel-stage rank 0: resume: no checkpoint in " << dir
-          << " of any rank yet (no manifest.json): starting from step 0\n";
+          << (dirs == CheckpointDirs::kShared ? "" : " of any rank")
+          << " yet (no manifest.json): starting from step 0\n";
     }
     return std::nullopt;
   }
@@ -66,7 +67,8 @@ std::optional<int64_t> resume_from_per_rank_dirs(const std::string& dir, StageRu
         if (r != rank && plan.source[r] == rank) receivers.push_back(r);
       }
       load_and_send(*stored, receivers, runtime, comm);
-      err << who << ": resume: step " << step << ": state from its own dir, " << stored->path;
+      err << who << ": resume: step " << step << ": state from "
+          << (dirs == CheckpointDirs::kShared ? "" : "its own dir, ") << stored->path;
       for (size_t i = 0; i < receivers.size(); ++i) {
         err << (i ? ", " : "; sent to ") << rank_label(layout, receivers[i]);
       }

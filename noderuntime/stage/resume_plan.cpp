@@ -31,7 +31,7 @@ std::string rank_label(const PipelineLayout& layout, int rank) {
 }
 
 ResumePlan plan_resume(const PipelineLayout& layout, const std::vector<RankInventory>& ranks,
-                       const std::string& dir) {
+                       const std::string& dir, CheckpointDirs dirs) {
   const int world = layout.world_size();
   const auto list = [&](const std::vector<int>& members) {
     std::string text;
@@ -97,9 +97,10 @@ ResumePlan plan_resume(const PipelineLayout& layout, const std::vector<RankInven
              steps_text(ranks[rank].steps);
   }
   throw CheckpointError(
-      "resume: no checkpoint step at which every stage has a verified state (checkpoint.shared: "
-      "false, each rank's own " +
-      dir + "): " +
+      "resume: no checkpoint step at which every stage has a verified state (" +
+      (dirs == CheckpointDirs::kShared ? "checkpoint.shared: true, " + dir
+                                       : "checkpoint.shared: false, each rank's own " + dir) +
+      "): " +
       (without.empty() ? "the stages' steps do not meet"
                        : "no rank holds a state of stage " + without) +
       ". The ranks hold: " + found +

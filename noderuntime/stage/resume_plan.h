@@ -1,6 +1,6 @@
-// Where a job whose ranks keep their own checkpoint dirs (checkpoint.shared: false) resumes
-// from, and where each rank's state comes from. Every rank takes the inventory of its own dir
-// (checkpoint.h inventory_states: the steps at which it holds a verified state of its stage),
+// Where a job resumes from, and where each rank's state comes from. Every rank takes the
+// inventory of its dir (its own with checkpoint.shared: false, the one shared dir otherwise;
+// checkpoint.h inventory_states: the steps at which it holds a verified state of its stage),
 // the ranks exchange their inventories, and every rank computes the same plan from them:
 //   S = the newest step at which every stage has at least one rank holding a verified state.
 // A rank that holds S loads it from its dir; one that does not receives it from a
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "noderuntime/stage/checkpoint.h"
 #include "noderuntime/stage/pipeline_layout.h"
 #include "noderuntime/transport/communicator.h"
 
@@ -39,10 +40,11 @@ struct ResumePlan {
 };
 
 // The plan from every rank's inventory (indexed by rank). `dir` is the job's checkpoint dir,
-// named in errors. Throws CheckpointError when a rank failed (naming it), or when ranks have
-// checkpoints but no step S exists (naming the stages with no state and every rank's steps).
+// named in errors with what kind it is (`dirs`). Throws CheckpointError when a rank failed (naming
+// it), or when ranks have checkpoints but no step S exists (naming the stages with no state and
+// every rank's steps).
 ResumePlan plan_resume(const PipelineLayout& layout, const std::vector<RankInventory>& ranks,
-                       const std::string& dir);
+                       const std::string& dir, CheckpointDirs dirs);
 
 // Every rank's inventory, to every rank: one all-reduce over the world (steps in 16-bit
 // pieces, exact as floats). Only the newest kMaxInventorySteps of `mine` travel.

@@ -8,7 +8,7 @@
 
 #include "kernels/cpu/threading.h"
 #include "noderuntime/stage/checkpoint.h"
-#include "noderuntime/stage/per_rank_resume.h"
+#include "noderuntime/stage/checkpoint_resume.h"
 #include "noderuntime/stage/rendezvous_session.h"
 #include "noderuntime/stage/stage_credentials.h"
 #include "noderuntime/stage/stage_runtime.h"
@@ -82,75 +82,6 @@ std::unique_ptr<transport::TcpCommunicator> connect(const JobSpec& job, int rank
   return std::make_unique<transport::TcpCommunicator>(std::move(options), listener);
 }
 
-// 16-bit pieces of a non-negative int64, each exact as a float (an all-reduce is of floats).
-constexpr int kPieces = 4;
-void put_pieces(float* out, uint64_t value) {
-  for (int i = 0; i < kPieces; ++i) out[i] = static_cast<float>((value >> (16 * i)) & 0xFFFF);
-}
-uint64_t get_pieces(const float* in) {
-  uint64_t value = 0;
-  for (int i = 0; i < kPieces; ++i) value |= static_cast<uint64_t>(in[i]) << (16 * i);
-  return value;
-}
-
-// The step of the checkpoint <dir>/manifest.json names (rank 0 reads it), the same on every
-// rank; nullopt when there is none yet. When rank 0 cannot read it, rank 0 throws its error and
-// every other rank an error naming rank 0, so no rank waits for a peer that has gone.
-std::optional<int64_t> agreed_resume_step(const JobSpec& job, transport::Communicator& comm,
-                                          std::ostream& err) {
-  // [0]: 0 none, 1 a step, 2 rank 0 failed; [1..4]: the step.
-  float agreed[1 + kPieces] = {};
-  std::optional<std::string> failure;
-  if (comm.rank() == 0) {
-    try {
-      if (const auto latest = latest_checkpoint(job.checkpoint.dir)) {
-        agreed[0] = 1;
-        put_pieces(agreed + 1, static_cast<uint64_t>(*latest));
-      } else {
-        err << "tessel-stage rank 0: resume: no checkpoint in " << job.checkpoint.dir
-            << " yet (no manifest.json): starting from step 0\n";
-      }
-    } catch (const std::exception& e) {
-      agreed[0] = 2;
-      failure = e.what();
-    }
-  }
-  comm.all_reduce(agreed, 1 + kPieces, transport::DType::kF32, job.layout.world());
-  if (failure) throw CheckpointError(*failure);
-  if (agreed[0] == 2) {
-    throw CheckpointError("resume: " + job.addresses[0].label +
-                          " (rank 0) could not read the checkpoint manifest (its error says why)");
-  }
-  if (agreed[0] == 0) return std::nullopt;
-  return static_cast<int64_t>(get_pieces(agreed + 1));
-}
-
-// Shared dir: every rank loads its file of the step; then they agree on who failed, so a
-// damaged rank file ends the job at once with that rank's error, and the others' errors name it.
-void load_agreed(const JobSpec& job, int64_t step, StageRuntime& runtime,
-                 transport::Communicator& comm) {
-  std::optional<std::string> failure;
-  try {
-    load_checkpoint(job.checkpoint.dir, step, runtime);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  std::vector<float> failed(static_cast<size_t>(comm.size()), 0.0f);
-  failed[static_cast<size_t>(comm.rank())] = failure ? 1.0f : 0.0f;
-  comm.all_reduce(failed.data(), failed.size(), transport::DType::kF32, job.layout.world());
-  if (failure) throw CheckpointError(*failure);
-  std::string others;
-  for (int rank = 0; rank < comm.size(); ++rank) {
-    if (failed[static_cast<size_t>(rank)] == 0) continue;
-    others += (others.empty() ? "" : ", ") + job.addresses[rank].label + " (rank " +
-              std::to_string(rank) + ")";
-  }
-  if (!others.empty()) {
-    throw CheckpointError("resume from step " + std::to_string(step) + ": not starting: " + others +
-                          " could not load its checkpoint (its error says why)");
-  }
-}
-
 // "SIGTERM", or empty for 0 (no signal on this rank).
 std::string signal_name(int signal) {
   if (signal == 0) return "";
@@ -215,13 +146,10 @@ int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, 
                          trace ? &*trace : nullptr, make_chunk, islands);
     const bool checkpoints = !job.checkpoint.dir.empty();
     std::optional<int64_t> resumed;
+    const CheckpointDirs dirs =
+        job.checkpoint.shared ? CheckpointDirs::kShared : CheckpointDirs::kPerRank;
     if (checkpoints && job.checkpoint.resume) {
-      if (job.checkpoint.shared) {
-        resumed = agreed_resume_step(job, *comm, err);
-        if (resumed) load_agreed(job, *resumed, runtime, *comm);
-      } else {
-        resumed = resume_from_per_rank_dirs(job.checkpoint.dir, runtime, *comm, err);
-      }
+      resumed = resume_from_checkpoints(job.checkpoint.dir, dirs, runtime, *comm, err);
     }
     pb::StageEvent start;
     pb::Started& started = *start.mutable_started();
@@ -233,8 +161,7 @@ int run_stage_process(const JobSpec& job, int rank, ProgressReporter& progress, 
 
     int64_t saved_step = resumed.value_or(-1);
     auto checkpoint = [&] {
-      save_checkpoint(job.checkpoint.dir, runtime, *comm, {job.checkpoint.keep, resumed},
-                      job.checkpoint.shared ? CheckpointDirs::kShared : CheckpointDirs::kPerRank);
+      save_checkpoint(job.checkpoint.dir, runtime, *comm, {job.checkpoint.keep, resumed}, dirs);
       saved_step = runtime.steps_done();
       pb::StageEvent written;
       written.mutable_checkpoint()->set_step(saved_step);

@@ -1,17 +1,17 @@
 // One tessel-stage process: rank R of a job (job_spec.h) from start to exit. It connects the
 // mesh (its own address from the job, the others' too), builds its StageRuntime, resumes when
-// asked from the step the checkpoint folder's manifest.json names (checkpoint.h; rank 0 reads
-// it and tells the others; none yet: step 0, said on stderr), trains the job's steps,
+// asked (checkpoint_resume.h; none yet: step 0, said on stderr), trains the job's steps,
 // checkpoints every `interval` steps and at the end (keeping `keep` step folders and the one
 // it resumed from), and writes its Chrome trace when asked.
-// A checkpoint that cannot be resumed from fails every rank before the first step: the rank
-// whose file is at fault (rank 0 for the manifest) with an error naming the file and the tensor
-// or field, the others with an error naming that rank.
-// checkpoint.shared: false (each rank's dir its own): every rank writes the manifests into its
-// own dir; on resume the ranks agree on the newest step every stage holds a verified state of,
-// skipping (and naming) damaged, torn or unfinished steps, and a rank without it receives it
-// from a data-parallel peer (per_rank_resume.h). No such step: every rank fails with one error
-// naming the stages with no state and the steps each rank holds.
+// Resuming, from the one shared dir or each rank's own (checkpoint.shared: false, where every
+// rank writes the manifests into its own dir): the ranks agree on the newest step every stage
+// holds a verified state of, skipping (and naming on stderr) damaged, torn or unfinished steps
+// and files; a rank loads its own file of it, or a data-parallel peer's (from a shared dir, or
+// over the transport from a per-rank one). No such step: every rank fails before the first step
+// with one error naming the stages with no state and the steps each rank holds; a rank that
+// cannot load the agreed step with its own error naming the file and the tensor or field, the
+// others with an error naming that rank. A checkpoint of another job or an older format is
+// refused, never skipped.
 //
 // Progress through `progress` (progress_reporter.h; the events of progress.proto, named here
 // as in the JSON lines):

@@ -1,8 +1,9 @@
-// Checkpoints through real tessel-stage processes: `resume: true` with no checkpoint yet starts
-// at step 0 and says so; a damaged rank file fails every rank before the first step, the rank
-// whose file it is with the file and tensor named, the others naming that rank (nobody waits
-// for the I/O timeout); `keep` prunes step folders and is checked in job.json; a file-size limit
-// during a save fails with the file and "File too large", not SIGXFSZ.
+// Checkpoints of a shared dir through real tessel-stage processes: `resume: true` with no
+// checkpoint yet starts at step 0 and says so; a damaged rank file or a missing manifest is
+// skipped, named on stderr, and the previous step resumed with the losses of an uninterrupted
+// run; a stage with no usable state fails every rank before the first step with one error (nobody
+// waits for the I/O timeout); `keep` prunes step folders and is checked in job.json; a file-size
+// limit during a save fails with the file and "File too large", not SIGXFSZ.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -67,42 +68,95 @@ TEST_F(CheckpointProcesses, ResumeWithNoCheckpointYetStartsAtStepZeroAndSaysSo) 
   EXPECT_EQ(latest_checkpoint(ckpt()), 2);
 }
 
-TEST_F(CheckpointProcesses, ADamagedRankFileFailsEveryRankBeforeTheFirstStepNamingIt) {
+// The losses of the steps after `from` of every rank resumed from `from` equal the
+// uninterrupted run's (`whole`, steps 1..n), bit for bit.
+void expect_continues(const std::vector<std::unique_ptr<StageProcess>>& processes, int64_t from,
+                      const std::vector<double>& whole) {
+  for (const auto& p : processes) {
+    EXPECT_EQ(p->lines().front()["resumed_from"], from) << p->stderr_text();
+    ASSERT_EQ(p->losses().size(), whole.size() - static_cast<size_t>(from)) << p->stderr_text();
+    for (size_t i = 0; i < p->losses().size(); ++i) {
+      EXPECT_EQ(p->losses()[i], whole[static_cast<size_t>(from) + i]) << "step " << from + 1 + i;
+    }
+  }
+}
+
+TEST_F(CheckpointProcesses, ADamagedRankFileIsSkippedNamingItAndThePreviousStepResumed) {
+  std::vector<double> whole;  // the uninterrupted run of 4 steps
+  for (auto& p : launch(job(4))) {
+    ASSERT_EQ(p->finish(60s), 0) << p->stderr_text();
+    whole = p->losses();
+  }
+  fs::remove_all(ckpt());
   for (auto& p : launch(job(2))) ASSERT_EQ(p->finish(60s), 0) << p->stderr_text();
+  // Stage 1 has one replica: its damaged file of step 2 leaves step 1 the newest every stage has.
   const std::string rank1 = checkpoint_rank_file(ckpt(), 2, 1);
   testing::overwrite_float(rank1, "lm_head.weight", 3, 1e30f);
-  const auto before = testing::snapshot(ckpt());
   auto processes = launch(job(4));
-  EXPECT_EQ(processes[1]->finish(60s), 1);
-  EXPECT_NE(
-      processes[1]->stderr_text().find("tessel-stage rank 1 (stage 1 replica 0): error: " + rank1 +
-                                       ": tensor 'lm_head.weight': checksum mismatch"),
-      std::string::npos)
+  for (auto& p : processes) ASSERT_EQ(p->finish(60s), 0) << p->stderr_text();
+  EXPECT_NE(processes[1]->stderr_text().find(
+                "tessel-stage rank 1 (stage 1 replica 0): resume: skipping step 2: " + rank1 +
+                ": tensor 'lm_head.weight': checksum mismatch"),
+            std::string::npos)
       << processes[1]->stderr_text();
-  EXPECT_EQ(processes[0]->finish(60s), 1);
-  EXPECT_NE(processes[0]->stderr_text().find("resume from step 2: not starting: stage 1 replica 0 "
-                                             "(rank 1) could not load its checkpoint"),
+  EXPECT_NE(processes[1]->stderr_text().find("tessel-stage rank 1 (stage 1 replica 0): resume: "
+                                             "step 1: state from " +
+                                             checkpoint_rank_file(ckpt(), 1, 1)),
+            std::string::npos)
+      << processes[1]->stderr_text();
+  EXPECT_NE(processes[0]->stderr_text().find("resume: step 1: state from " +
+                                             checkpoint_rank_file(ckpt(), 1, 0)),
             std::string::npos)
       << processes[0]->stderr_text();
+  expect_continues(processes, 1, whole);
+  EXPECT_EQ(latest_checkpoint(ckpt()), 4);  // the damaged step 2 was written again
+}
+
+TEST_F(CheckpointProcesses, NoUsableStateOfAStageFailsEveryRankBeforeTheFirstStepNamingIt) {
+  for (auto& p : launch(job(2))) ASSERT_EQ(p->finish(60s), 0) << p->stderr_text();
+  for (int64_t step : {1, 2}) {
+    testing::overwrite_float(checkpoint_rank_file(ckpt(), step, 1), "lm_head.weight", 3, 1e30f);
+  }
+  const auto before = testing::snapshot(ckpt());
+  auto processes = launch(job(4));
   for (auto& p : processes) {
+    EXPECT_EQ(p->finish(60s), 1);
+    EXPECT_NE(p->stderr_text().find("error: resume: no checkpoint step at which every stage has a "
+                                    "verified state (checkpoint.shared: true, " +
+                                    ckpt() + "): no rank holds a state of stage 1"),
+              std::string::npos)
+        << p->stderr_text();
     for (const auto& line : p->lines()) EXPECT_NE(line["event"], "step") << line.dump();
+  }
+  for (int64_t step : {1, 2}) {
+    EXPECT_NE(processes[1]->stderr_text().find("resume: skipping step " + std::to_string(step) +
+                                               ": " + checkpoint_rank_file(ckpt(), step, 1) +
+                                               ": tensor 'lm_head.weight': checksum mismatch"),
+              std::string::npos)
+        << processes[1]->stderr_text();
   }
   EXPECT_EQ(testing::snapshot(ckpt()), before);
 }
 
-TEST_F(CheckpointProcesses, AMissingManifestFailsRankZeroAndTheOthersNameIt) {
+TEST_F(CheckpointProcesses, AMissingManifestCostsTheNewestStepSaidByEveryRank) {
+  std::vector<double> whole;
+  for (auto& p : launch(job(4))) {
+    ASSERT_EQ(p->finish(60s), 0) << p->stderr_text();
+    whole = p->losses();
+  }
+  fs::remove_all(ckpt());
   for (auto& p : launch(job(2))) ASSERT_EQ(p->finish(60s), 0) << p->stderr_text();
   fs::remove(checkpoint_manifest(ckpt()));
   auto processes = launch(job(4));
-  EXPECT_EQ(processes[0]->finish(60s), 1);
-  EXPECT_NE(processes[0]->stderr_text().find(checkpoint_manifest(ckpt()) + ": missing"),
-            std::string::npos)
-      << processes[0]->stderr_text();
-  EXPECT_EQ(processes[1]->finish(60s), 1);
-  EXPECT_NE(processes[1]->stderr_text().find(
-                "stage 0 replica 0 (rank 0) could not read the checkpoint manifest"),
-            std::string::npos)
-      << processes[1]->stderr_text();
+  for (auto& p : processes) {
+    ASSERT_EQ(p->finish(60s), 0) << p->stderr_text();
+    EXPECT_NE(p->stderr_text().find("resume: skipping step 2: " + checkpoint_manifest(ckpt()) +
+                                    ": missing; it commits the newest step, which is therefore "
+                                    "not used"),
+              std::string::npos)
+        << p->stderr_text();
+  }
+  expect_continues(processes, 1, whole);
 }
 
 TEST_F(CheckpointProcesses, KeepPrunesStepFoldersAndIsChecked) {

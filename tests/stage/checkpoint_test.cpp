@@ -1,7 +1,9 @@
 // Checkpoints: a run stopped after a few steps and resumed from its checkpoint (new processes'
 // worth of state: new communicators, new runtimes) continues with bit-identical losses and
-// weights; <dir>/manifest.json alone names the current step (a torn step folder is ignored, a
-// deleted manifest is an error naming it, never a fallback); every tensor, the metadata and
+// weights; <dir>/manifest.json names the current step (a torn step folder is ignored; past a
+// missing, torn or edited manifest latest_checkpoint gives the newest committed step); the
+// inventory of a shared dir serves a rank whose file is damaged or missing from its replica's
+// file, naming what it skipped; every tensor, the metadata and
 // each rank file carry checksums verified on load, and a flipped value, an edited
 // data_position, a non-finite value (even with matching checksums), another stage's file or an
 // old format is refused naming the file and the tensor or field; old step folders are pruned;
@@ -18,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <sstream>
 
 #include "checkpoint_damage.h"
 #include "noderuntime/stage/safetensors.h"
@@ -182,32 +185,65 @@ TEST_F(Checkpoints, ATornStepFolderIsIgnoredAndNeverUsed) {
   EXPECT_EQ(latest_checkpoint(only_torn.string()), std::nullopt);
 }
 
-TEST_F(Checkpoints, AMissingManifestIsAnErrorNamingItNeverAFallback) {
-  save_steps(2);
+TEST_F(Checkpoints, AMissingTornOrEditedManifestFallsBackToTheNewestCommittedStep) {
+  save_steps(3);
   const std::string top = checkpoint_manifest(dir());
   const std::string kept = read_all(top);
   fs::remove(top);
-  std::string error = error_of([&] { latest_checkpoint(dir()); });
-  EXPECT_TRUE(contains(error, top + ": missing")) << error;
-  EXPECT_TRUE(contains(error, "steps 1, 2")) << error;
-  testing::write_all(top, kept);
-
-  const std::string step_manifest = checkpoint_step_manifest(dir(), 2);
-  fs::remove(step_manifest);
-  error = error_of([&] { latest_checkpoint(dir()); });
-  EXPECT_TRUE(contains(error, step_manifest + ": missing")) << error;
-  EXPECT_TRUE(contains(error, "names step 2")) << error;
-  // Loading the step directly names it too.
-  for (const std::string& e : load_errors(2)) EXPECT_TRUE(contains(e, step_manifest)) << e;
-
-  // An edited top manifest: the two differ.
-  testing::write_all(step_manifest, kept);
-  testing::write_all(top, kept + " ");
-  error = error_of([&] { latest_checkpoint(dir()); });
-  EXPECT_TRUE(contains(error, step_manifest + ": differs from " + top)) << error;
+  EXPECT_EQ(latest_checkpoint(dir()), 2);  // without it step 3 is not known to be committed
   testing::write_all(top, "{\"format\": ");
-  error = error_of([&] { latest_checkpoint(dir()); });
-  EXPECT_TRUE(contains(error, top + ": not valid JSON")) << error;
+  EXPECT_EQ(latest_checkpoint(dir()), 2);
+  testing::write_all(top, kept + " ");  // edited: it and step 3's manifest differ
+  EXPECT_EQ(latest_checkpoint(dir()), 2);
+  testing::write_all(top, kept);
+  EXPECT_EQ(latest_checkpoint(dir()), 3);
+
+  const std::string step_manifest = checkpoint_step_manifest(dir(), 3);
+  fs::remove(step_manifest);
+  EXPECT_EQ(latest_checkpoint(dir()), 2);
+  // Loading the step directly names it.
+  for (const std::string& e : load_errors(3)) EXPECT_TRUE(contains(e, step_manifest)) << e;
+  // The only committed step gone: none is.
+  fs::remove_all(checkpoint_step_dir(dir(), 1));
+  fs::remove_all(checkpoint_step_dir(dir(), 2));
+  EXPECT_EQ(latest_checkpoint(dir()), std::nullopt);
+}
+
+TEST_F(Checkpoints, TheInventoryOfASharedDirServesADamagedFileFromTheReplicasFile) {
+  save_steps(2);
+  const std::string rank1 = checkpoint_rank_file(dir(), 2, 1);
+  testing::overwrite_float(rank1, "lm_head.weight", 0, 2.0f);
+  const std::string rank0 = checkpoint_rank_file(dir(), 2, 0);
+  fs::remove(rank0);
+  std::vector<std::string> lines(layout_.world_size());
+  std::vector<std::vector<StoredState>> usable(layout_.world_size());
+  testing::RunHooks take;
+  take.before = [&](StageRuntime& runtime, transport::Communicator&) {
+    std::ostringstream err;
+    usable[runtime.rank()] =
+        inventory_states(dir(), runtime, err, "rank " + std::to_string(runtime.rank()),
+                         CheckpointDirs::kShared)
+            .usable;
+    lines[runtime.rank()] = err.str();
+  };
+  testing::run_pipeline(config_, layout_, options_, 0, take);
+  for (int rank = 0; rank < layout_.world_size(); ++rank) {
+    ASSERT_EQ(usable[rank].size(), 2u) << rank;
+    EXPECT_EQ(usable[rank][0].step, 2);
+    EXPECT_EQ(usable[rank][1].path, checkpoint_rank_file(dir(), 1, rank));
+  }
+  // Ranks 0 and 1 (replica 0 of stages 0 and 1) load replica 1's file of step 2.
+  EXPECT_EQ(usable[0][0].path, checkpoint_rank_file(dir(), 2, 2));
+  EXPECT_EQ(usable[1][0].path, checkpoint_rank_file(dir(), 2, 3));
+  EXPECT_EQ(usable[2][0].path, checkpoint_rank_file(dir(), 2, 2));
+  EXPECT_EQ(usable[3][0].path, checkpoint_rank_file(dir(), 2, 3));
+  EXPECT_EQ(lines[0], "rank 0: resume: skipping step 2: " + rank0 + ": missing (" +
+                          checkpoint_step_manifest(dir(), 2) + " lists it)\n");
+  EXPECT_TRUE(contains(lines[1], "rank 1: resume: skipping step 2: " + rank1 +
+                                     ": tensor 'lm_head.weight': checksum mismatch"))
+      << lines[1];
+  EXPECT_EQ(lines[2], "");
+  EXPECT_EQ(lines[3], "");
 }
 
 TEST_F(Checkpoints, AFlippedFloatIsAChecksumErrorNamingFileAndTensor) {

@@ -21,7 +21,7 @@ RankInventory holding(std::vector<int64_t> steps) { return {false, true, std::mo
 
 std::string error_of(const std::vector<RankInventory>& ranks) {
   try {
-    plan_resume(kLayout, ranks, "/ckpt");
+    plan_resume(kLayout, ranks, "/ckpt", CheckpointDirs::kPerRank);
   } catch (const CheckpointError& e) {
     return e.what();
   }
@@ -34,7 +34,7 @@ TEST(ResumePlan, TheNewestStepEveryStageHoldsAndPeersForTheRanksWithoutIt) {
   const ResumePlan plan = plan_resume(kLayout,
                                       {holding({6}), holding({10, 8, 6}), holding({8, 6}),
                                        holding({6}), holding({8}), holding({8, 6})},
-                                      "/ckpt");
+                                      "/ckpt", CheckpointDirs::kPerRank);
   ASSERT_EQ(plan.step, 8);
   // Rank 0 from the first holder of stage 0 (rank 2), rank 3 from stage 1's (rank 1).
   EXPECT_EQ(plan.source, (std::vector<int>{2, 1, 2, 1, 4, 5}));
@@ -42,15 +42,16 @@ TEST(ResumePlan, TheNewestStepEveryStageHoldsAndPeersForTheRanksWithoutIt) {
 
 TEST(ResumePlan, ReceiversAreSpreadOverTheHolders) {
   const PipelineLayout layout = PipelineLayout::standard(1, 5, 1, 4);
-  const ResumePlan plan = plan_resume(
-      layout, {holding({4}), holding({}), holding({4}), holding({}), RankInventory{}}, "/ckpt");
+  const ResumePlan plan =
+      plan_resume(layout, {holding({4}), holding({}), holding({4}), holding({}), RankInventory{}},
+                  "/ckpt", CheckpointDirs::kPerRank);
   ASSERT_EQ(plan.step, 4);
   EXPECT_EQ(plan.source, (std::vector<int>{0, 0, 2, 2, 0}));
 }
 
 TEST(ResumePlan, NothingAnywhereIsAFreshStartButSomethingUnusableIsNot) {
   const std::vector<RankInventory> none(6);
-  const ResumePlan fresh = plan_resume(kLayout, none, "/ckpt");
+  const ResumePlan fresh = plan_resume(kLayout, none, "/ckpt", CheckpointDirs::kPerRank);
   EXPECT_EQ(fresh.step, std::nullopt);
   EXPECT_EQ(fresh.source, (std::vector<int>{0, 1, 2, 3, 4, 5}));
 
