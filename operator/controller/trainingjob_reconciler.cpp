@@ -317,7 +317,12 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     if (has_assumed(uid)) return {.requeue_after = std::chrono::milliseconds(500)};
     if (active) {
       // The pods went away under the job (deleted by someone, or their nodes lost).
-      return fail_attempt(job, status, {"PodsGone", "its stage pods are gone", {}});
+      const json placed = status.value("placement", json::object());
+      const std::string where =
+          placed.contains("clusters") && placed["clusters"].is_string()
+              ? " from member cluster(s) " + placed["clusters"].get<std::string>()
+              : "";
+      return fail_attempt(job, status, {"PodsGone", "its stage pods are gone" + where, {}});
     }
     if (pod_count > 0) delete_remote_objects(object, /*pods_only=*/true);
     // Back off after a failed attempt. fail_attempt flips Placed from True to False (reason
