@@ -49,6 +49,11 @@ struct Reader {
                   const std::set<std::string>& keys) const {
     if (!map.IsMap()) fail(section.empty() ? "(document)" : section, "must be a mapping");
     for (const auto& kv : map) {
+      // as<std::string>() throws YAML's BadConversion for a key that is a mapping or a list.
+      if (!kv.first.IsScalar()) {
+        fail(section.empty() ? "(document)" : section,
+             "a key must be a string (line " + std::to_string(kv.first.Mark().line + 1) + ")");
+      }
       const auto key = kv.first.as<std::string>();
       if (!keys.count(key)) fail(path(section, key), "unknown field");
     }

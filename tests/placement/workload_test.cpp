@@ -75,5 +75,13 @@ TEST(Workload, BadFilesNameTheField) {
   EXPECT_THROW(load_workload_file("/nonexistent/model.yaml"), WorkloadError);
 }
 
+// Found by tests/fuzz (workload_yaml): a key that is a mapping ("? vocab: 1") threw YAML's
+// BadConversion past the parser (regressions/workload_yaml/complex-key).
+TEST(Workload, AKeyThatIsNotAStringIsRefusedNamingItsSection) {
+  expect_error("model:\n  layers: 2\n  ? vocab: 8\n",
+               "bad.yaml: model: a key must be a string (line 3)");
+  expect_error("? [a, b]\n: 1\n", "bad.yaml: (document): a key must be a string (line 1)");
+}
+
 }  // namespace
 }  // namespace tessel::placement
