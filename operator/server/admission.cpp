@@ -22,10 +22,17 @@ struct AdmissionRequest {
   bool examined = false;
 };
 
+// A string field, or "" when it is missing or not a string (json::value throws for another type:
+// a review with "kind": {} must be answered 400 like any other malformed review).
+std::string string_field(const json& object, const char* key) {
+  const auto it = object.find(key);  // end() for an object without it, and for a non-object
+  return it != object.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 // The one parser of an AdmissionReview; throws AdmissionError for anything else.
 AdmissionRequest parse_review(const json& review) {
-  if (!review.is_object() || review.value("apiVersion", "") != "admission.k8s.io/v1" ||
-      review.value("kind", "") != "AdmissionReview") {
+  if (!review.is_object() || string_field(review, "apiVersion") != "admission.k8s.io/v1" ||
+      string_field(review, "kind") != "AdmissionReview") {
     throw AdmissionError("not an admission.k8s.io/v1 AdmissionReview");
   }
   AdmissionRequest parsed;
@@ -34,12 +41,12 @@ AdmissionRequest parse_review(const json& review) {
       !parsed.request["uid"].is_string()) {
     throw AdmissionError("AdmissionReview without request.uid");
   }
-  parsed.operation = parsed.request.value("operation", "");
+  parsed.operation = string_field(parsed.request, "operation");
   const json kind = parsed.request.value("kind", json::object());
-  parsed.kind = kind.is_object() ? kind.value("kind", "") : "";
-  const bool ours = kind.is_object() && kind.value("group", "") == "tessel.dev";
+  parsed.kind = string_field(kind, "kind");
+  const bool ours = string_field(kind, "group") == "tessel.dev";
   parsed.examined = ours && parsed.operation != "DELETE" && parsed.operation != "CONNECT" &&
-                    parsed.request.value("subResource", "").empty();
+                    string_field(parsed.request, "subResource").empty();
   return parsed;
 }
 
