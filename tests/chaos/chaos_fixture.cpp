@@ -114,6 +114,10 @@ JobWatch::JobWatch(std::shared_ptr<kube::Client> hub, std::string job_namespace,
         sample.status = job.value("status", json::object());
         sample.phase = sample.status.value("phase", "");
         sample.restarts = std::max<int64_t>(0, integer_at(sample.status, "/restarts"_json_pointer));
+        sample.resizes = std::max<int64_t>(0, integer_at(sample.status, "/resizes"_json_pointer));
+        sample.replicas = integer_at(sample.status, "/replicas"_json_pointer);
+        const json loss = sample.status.value("/progress/loss"_json_pointer, json());
+        if (loss.is_number()) sample.loss = loss.get<double>();
         sample.step = integer_at(sample.status, "/progress/step"_json_pointer);
         sample.checkpoint = integer_at(sample.status, "/progress/lastCheckpointStep"_json_pointer);
         sample.updated = sample.status.value("/progress/updatedAt"_json_pointer, std::string());
@@ -146,10 +150,10 @@ std::optional<JobSample> JobWatch::latest() const {
 // --- recovery_after -----------------------------------------------------------------------------
 
 Recovery recovery_after(const std::vector<JobSample>& samples, SteadyTime fault,
-                        int64_t restarts_before) {
+                        int64_t attempt_before) {
   Recovery r;
   for (const JobSample& s : samples) {
-    if (s.at >= fault || s.restarts != restarts_before) continue;
+    if (s.at >= fault || s.attempt() != attempt_before) continue;
     r.last_step = std::max(r.last_step, s.step);
     r.last_checkpoint = std::max(r.last_checkpoint, s.checkpoint);
   }
@@ -165,7 +169,7 @@ Recovery recovery_after(const std::vector<JobSample>& samples, SteadyTime fault,
       r.failure = failed.value("reason", "Failed") + ": " + failed.value("message", "");
       return r;
     }
-    if (s.restarts <= restarts_before) continue;
+    if (s.attempt() <= attempt_before) continue;
     const json progress = s.status.value("progress", json::object());
     if (!copied) {
       copied = progress;
@@ -188,7 +192,68 @@ Recovery recovery_after(const std::vector<JobSample>& samples, SteadyTime fault,
 
 // --- ChaosE2e -----------------------------------------------------------------------------------
 
+void ChaosE2e::SetUp() {
+  OperatorE2e::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  restarter_ = std::jthread([this](std::stop_token stop) { restart_exited_operators(stop); });
+  // A client of its own: the proxy asks from its own thread.
+  stage_service_.set_upstream(
+      [this, hub = federation_->hub().client()] { return serving_stage_port(*hub); });
+}
+
+int ChaosE2e::serving_stage_port(kube::Client& hub) {
+  kube::ListOptions options;
+  options.label_selector = "tessel.dev/stage-service=serving";
+  const json pods = hub.list(pods_resource(), federation_->namespace_name(), options);
+  std::lock_guard lock(operators_mutex_);
+  for (const json& pod : pods.value("items", json::array()))
+    for (const auto& replica : operators_)
+      if (replica->settings().identity == pod["metadata"].value("name", ""))
+        return replica->stage_port();
+  return -1;
+}
+
+void ChaosE2e::restart_exited_operators(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    {
+      std::lock_guard lock(operators_mutex_);
+      for (size_t i = 0; i < operators_.size(); ++i) {
+        if (operators_[i]->running()) continue;
+        ++operator_exits_;
+        try {
+          restart_operator(i);
+        } catch (const std::exception& error) {
+          restart_errors_.push_back(error.what());
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+void ChaosE2e::kill_and_restart_operator(size_t index) {
+  std::lock_guard lock(operators_mutex_);
+  restart_operator(index);
+}
+
+void ChaosE2e::signal_operator(size_t index, int signal) {
+  std::lock_guard lock(operators_mutex_);
+  operators_.at(index)->send_signal(signal);
+}
+
+void ChaosE2e::start_follower(const std::string& replica) {
+  std::lock_guard lock(operators_mutex_);
+  start_operator(replica);
+}
+
 void ChaosE2e::TearDown() {
+  stage_service_.set_upstream({});
+  if (restarter_.joinable()) {
+    restarter_.request_stop();
+    restarter_.join();
+  }
+  for (const std::string& error : restart_errors_)
+    ADD_FAILURE() << "restarting an operator replica that had exited: " << error;
   job_watch_.reset();
   if (pod_watch_) {
     for (const std::string& report : pod_watch_->duplicate_reports())
@@ -214,19 +279,36 @@ std::string ChaosE2e::apply_chaos_job(const std::string& name, int steps, int ma
                     {{"name", "checkpoints"}, {"mountPath", checkpoints}}};
                 job["spec"]["failurePolicy"] = {{"maxRestarts", max_restarts},
                                                 {"backoffSeconds", 1},
-                                                {"startTimeoutSeconds", 60}};
+                                                {"startTimeoutSeconds", 20}};
                 job["spec"]["network"]["ioTimeoutSeconds"] = kChaosIoTimeoutSeconds;
                 if (edit) edit(job);
               })});
   return checkpoints;
 }
 
-void ChaosE2e::watch(const std::string& name) {
+void ChaosE2e::watch_pods() {
+  if (pod_watch_) return;
   std::vector<std::shared_ptr<kube::Client>> members;
   for (int m = 0; m < federation_->member_count(); ++m)
     members.push_back(federation_->member(m).client());
-  if (!pod_watch_)
-    pod_watch_ = std::make_unique<PodWatch>(std::move(members), federation_->namespace_name());
+  pod_watch_ = std::make_unique<PodWatch>(std::move(members), federation_->namespace_name());
+}
+
+int ChaosE2e::leader() {
+  kube::Client& hub = federation_->hub().admin();
+  const json leases =
+      hub.list(hub.resource_for("coordination.k8s.io/v1", "Lease"), federation_->namespace_name());
+  std::lock_guard lock(operators_mutex_);
+  for (const json& lease : leases.value("items", json::array())) {
+    const std::string holder = lease.value("/spec/holderIdentity"_json_pointer, std::string());
+    for (size_t i = 0; i < operators_.size(); ++i)
+      if (operators_[i]->settings().identity == holder) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+void ChaosE2e::watch(const std::string& name) {
+  watch_pods();
   job_watch_ =
       std::make_unique<JobWatch>(federation_->hub().client(), federation_->namespace_name(), name);
 }
@@ -240,6 +322,8 @@ JobSample ChaosE2e::wait_for_step(const std::string& name, int64_t step) {
         seen.phase = seen.status.value("phase", "");
         seen.step = integer_at(seen.status, "/progress/step"_json_pointer);
         seen.restarts = std::max<int64_t>(0, integer_at(seen.status, "/restarts"_json_pointer));
+        seen.resizes = std::max<int64_t>(0, integer_at(seen.status, "/resizes"_json_pointer));
+        seen.replicas = integer_at(seen.status, "/replicas"_json_pointer);
         seen.checkpoint = integer_at(seen.status, "/progress/lastCheckpointStep"_json_pointer);
         return seen.phase == "Running" && seen.step >= step;
       },
@@ -304,12 +388,16 @@ int ChaosE2e::delete_and_count_leftovers(const std::string& name) {
 
 int ChaosE2e::duplicates_seen() { return pod_watch_ ? pod_watch_->duplicates() : 0; }
 
-ChaosResult ChaosE2e::finish_restart_case(ChaosResult row, const std::string& job, SteadyTime fault,
-                                          int64_t restarts_before, int64_t bound) {
+ChaosResult ChaosE2e::finish_restart_case(const std::string& case_name,
+                                          const std::string& fault_text, const std::string& job,
+                                          SteadyTime fault, int64_t attempt_before, int64_t bound) {
+  ChaosResult row;
+  row.case_name = case_name;
+  row.fault = fault_text;
   Recovery r;
   const bool settled = wait_for(
       [&] {
-        r = recovery_after(job_watch_->samples(), fault, restarts_before);
+        r = recovery_after(job_watch_->samples(), fault, attempt_before);
         return r.recovered || !r.failure.empty();
       },
       kChaosTimeout);

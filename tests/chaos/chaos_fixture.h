@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tests/chaos/chaos_result.h"
+#include "tests/chaos/stage_service_proxy.h"
 #include "tests/operator_e2e/e2e_fixture.h"
 
 namespace tessel::testing {
@@ -66,10 +67,15 @@ struct JobSample {
   SteadyTime at;
   std::string phase;
   int64_t restarts = 0;
+  int64_t resizes = 0;    // elastic regrowths (not restarts)
+  int64_t replicas = -1;  // status.replicas: the current width
+  double loss = -1;       // status.progress.loss; -1: none
   int64_t step = -1;
   int64_t checkpoint = -1;  // status.progress.lastCheckpointStep
   std::string updated;      // status.progress.updatedAt
   nlohmann::json status;
+  // The start attempt: every restart and every regrowth starts the stages again.
+  int64_t attempt() const { return restarts + resizes; }
 };
 
 class JobWatch {
@@ -100,14 +106,18 @@ struct Recovery {
   bool recovered = false;
   std::string failure;  // the Failed condition's reason: message, when the job failed instead
 };
+// `attempt_before`: JobSample::attempt() before the fault.
 Recovery recovery_after(const std::vector<JobSample>& samples, SteadyTime fault,
-                        int64_t restarts_before);
+                        int64_t attempt_before);
 
 class ChaosE2e : public OperatorE2e {
  protected:
   int nodes_per_member() const override { return 3; }
+  // The job status every 0.2 s, and the stage pods dialling the stage Service (its proxy here)
+  // rather than one replica.
   std::vector<std::string> more_hub_values() const override {
-    return {"statusIntervalSeconds=0.2"};
+    return {"statusIntervalSeconds=0.2",
+            "stageService.advertise=\"127.0.0.1:" + std::to_string(stage_service_.port()) + "\""};
   }
   void TearDown() override;
 
@@ -119,8 +129,21 @@ class ChaosE2e : public OperatorE2e {
   std::string apply_chaos_job(const std::string& name, int steps, int max_restarts = 3,
                               const std::function<void(nlohmann::json&)>& edit = {});
 
-  // Starts the watchers (PodWatch over the run's jobs, JobWatch over `name`).
+  // Starts the watchers: PodWatch over the run's jobs, and JobWatch over `name`.
+  void watch_pods();
   void watch(const std::string& name);
+
+  // The index in operators_ of the replica that holds the run's Lease; -1 when none does.
+  int leader();
+  // restart_operator(index) (SIGKILL, then the same process again), one at a time with the
+  // kubelet's restarts below.
+  void kill_and_restart_operator(size_t index);
+  // start_operator(replica), one at a time with the kubelet's restarts below.
+  void start_follower(const std::string& replica);
+  // Sends `signal` to operators_[index] (SIGSTOP, SIGCONT).
+  void signal_operator(size_t index, int signal);
+  // Times the kubelet's part (below) restarted a replica that had exited on its own.
+  int operator_exits() const { return operator_exits_.load(); }
 
   // Waits until the job is Running with status step >= `step`; fails the test otherwise.
   JobSample wait_for_step(const std::string& name, int64_t step);
@@ -145,11 +168,29 @@ class ChaosE2e : public OperatorE2e {
 
   // Fills the figures of a restart from JobWatch, checks the bounds (steps lost <= `bound`, the
   // resume from the newest checkpoint before the fault) and records the row.
-  ChaosResult finish_restart_case(ChaosResult row, const std::string& job, SteadyTime fault,
-                                  int64_t restarts_before, int64_t bound);
+  ChaosResult finish_restart_case(const std::string& case_name, const std::string& fault_text,
+                                  const std::string& job, SteadyTime fault, int64_t restarts_before,
+                                  int64_t bound);
+
+  void SetUp() override;
 
   std::unique_ptr<PodWatch> pod_watch_;
   std::unique_ptr<JobWatch> job_watch_;
+
+ private:
+  // The kubelet's restartPolicy Always for the Deployment's pods: a replica that exits (an
+  // operator that loses its Lease exits, as client-go's leader election makes controllers do) is
+  // started again on its ports within 200 ms.
+  void restart_exited_operators(std::stop_token stop);
+
+  // The serving replica's stage port: the Pod labelled tessel.dev/stage-service=serving.
+  int serving_stage_port(kube::Client& hub);
+
+  StageServiceProxy stage_service_;
+  std::mutex operators_mutex_;  // operators_ between the test and the restarter
+  std::atomic<int> operator_exits_{0};
+  std::vector<std::string> restart_errors_;  // under operators_mutex_
+  std::jthread restarter_;
 };
 
 }  // namespace tessel::testing

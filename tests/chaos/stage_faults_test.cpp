@@ -28,10 +28,10 @@ TEST_F(ChaosE2e, AStageProcessKilledTheJobResumesFromItsLastCheckpoint) {
 
   const auto fault = steady_clock::now();
   ASSERT_EQ(::kill(pid, SIGKILL), 0);
-  finish_restart_case({.case_name = "kill-stage",
-                       .fault = "SIGKILL of the tessel-stage process of rank " +
-                                std::to_string(pod.rank) + " (pod " + pod.name + ")"},
-                      "kill-stage", fault, before.restarts, kCheckpointInterval);
+  finish_restart_case("kill-stage",
+                      "SIGKILL of the tessel-stage process of rank " + std::to_string(pod.rank) +
+                          " (pod " + pod.name + ")",
+                      "kill-stage", fault, before.attempt(), kCheckpointInterval);
 }
 
 TEST_F(ChaosE2e, AStageGoneSilentLongerThanTheIoTimeoutFailsItsPeersAndTheJobResumes) {
@@ -50,12 +50,12 @@ TEST_F(ChaosE2e, AStageGoneSilentLongerThanTheIoTimeoutFailsItsPeersAndTheJobRes
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
   std::this_thread::sleep_for(silence);
   ::kill(pid, SIGCONT);  // the link heals; the process may be gone already
-  finish_restart_case({.case_name = "silent-link",
-                       .fault = "rank " + std::to_string(pod.rank) + " (pod " + pod.name +
-                                ") silent on every link for " + std::to_string(silence.count()) +
-                                " ms (SIGSTOP, then SIGCONT); ioTimeoutSeconds " +
-                                std::to_string(static_cast<int>(kChaosIoTimeoutSeconds))},
-                      "silent-stage", fault, before.restarts, kCheckpointInterval);
+  finish_restart_case("silent-link",
+                      "rank " + std::to_string(pod.rank) + " (pod " + pod.name +
+                          ") silent on every link for " + std::to_string(silence.count()) +
+                          " ms (SIGSTOP, then SIGCONT); ioTimeoutSeconds " +
+                          std::to_string(static_cast<int>(kChaosIoTimeoutSeconds)),
+                      "silent-stage", fault, before.attempt(), kCheckpointInterval);
 }
 
 }  // namespace
