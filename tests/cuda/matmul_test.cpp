@@ -114,7 +114,13 @@ const bool registered = register_op_cases(matmul_cases());
 
 TEST(MatmulBackward, BiasGradientIsBitIdenticalAcrossRuns) {
   if (const auto reason = gpu_unavailable_reason()) GTEST_SKIP() << "no GPU: " << *reason;
+#ifdef TESSEL_ON_SIMT_EMULATOR
+  // 4 row blocks of the bias sums still add partial sums in the fixed order; the GPU's shape
+  // (32 blocks) took 95 s of CI under the emulator's sanitizers.
+  const MatmulShape s{2, 512, 64, 2304};
+#else
   const MatmulShape s{8, 1024, 64, 2304};
+#endif
   Rng rng(5);
   const MatmulInputs in = random_inputs(rng, s);
   Bf16Buffer dout(random_values(rng, int64_t(s.B) * s.T * s.OC, -1, 1, true));

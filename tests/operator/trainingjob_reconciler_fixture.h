@@ -179,7 +179,7 @@ class TrainingJobReconcilerTest : public ::testing::Test {
     options.hub_id = run_;
     options.client = TestCluster::unlimited();
     // Soon, for the unreachable-member cases; longer than any hold of the pod caches below.
-    options.unreachable_after = std::chrono::seconds(3);
+    options.unreachable_after = std::chrono::seconds(5);
     registry_ = std::make_unique<MemberRegistry>(options, nullptr, nullptr);
     for (int i = 0; i < 2; ++i) {
       const json member = {{"apiVersion", "tessel.dev/v1alpha1"},
