@@ -102,8 +102,9 @@ Request TcpPeer::send(const TensorInfo& info, std::span<const std::byte> payload
     completion->fail(options_.name + ": " + e.what());
     return Request(completion);
   }
-  const size_t pieces = std::clamp<size_t>(
-      payload.size() / std::max<size_t>(options_.min_piece_bytes, 1), 1, streams_.size());
+  const size_t n = streams_.size();
+  const size_t pieces =
+      std::clamp<size_t>(payload.size() / std::max<size_t>(options_.min_piece_bytes, 1), 1, n);
   {
     std::lock_guard lock(mu_);
     if (failure_) {
@@ -116,10 +117,12 @@ Request TcpPeer::send(const TensorInfo& info, std::span<const std::byte> payload
     for (size_t i = 0; i < pieces; ++i) {
       const size_t begin = payload.size() * i / pieces;
       const size_t end = payload.size() * (i + 1) / pieces;
+      Stream& stream = *streams_[(header.sequence + i) % n];
       Piece piece{header, payload.subspan(begin, end - begin), message, enqueued};
       piece.header.piece_offset = begin;
       piece.header.piece_bytes = end - begin;
-      outgoing_.push_back(std::move(piece));
+      piece.header.stream = static_cast<uint16_t>(stream.index);
+      stream.outgoing.push_back(std::move(piece));
     }
   }
   send_cv_.notify_all();
@@ -191,13 +194,11 @@ void TcpPeer::send_loop(Stream& stream) {
     Piece piece;
     {
       std::unique_lock lock(mu_);
-      send_cv_.wait(lock, [&] { return closing_ || failure_ || !outgoing_.empty(); });
+      send_cv_.wait(lock, [&] { return closing_ || failure_ || !stream.outgoing.empty(); });
       if (closing_ || failure_) return;
-      // Taken in queue order, so every stream carries its pieces in sequence order.
-      piece = std::move(outgoing_.front());
-      outgoing_.pop_front();
+      piece = std::move(stream.outgoing.front());
+      stream.outgoing.pop_front();
     }
-    piece.header.stream = static_cast<uint16_t>(stream.index);
     try {
       send_piece(stream, piece);
       finish_piece(piece.message, std::nullopt);
@@ -378,8 +379,7 @@ void TcpPeer::receive_frame(Stream& stream) {
   if (header.stream != stream.index) {
     throw PeerFailure{"a frame of stream " + std::to_string(header.stream) + " arrived here"};
   }
-  // A stream may carry several pieces of one message, never an earlier message after a later.
-  if (stream.last_sequence && header.sequence < *stream.last_sequence) {
+  if (stream.last_sequence && header.sequence <= *stream.last_sequence) {
     throw PeerFailure{"message " + std::to_string(header.sequence) + " after message " +
                       std::to_string(*stream.last_sequence) + " (sequence went back)"};
   }
@@ -582,8 +582,10 @@ std::string TcpPeer::fail(const std::string& reason) {
       }
       it = incoming_.erase(it);
     }
-    for (auto& piece : outgoing_) dropped.push_back(std::move(piece.message));
-    outgoing_.clear();
+    for (auto& stream : streams_) {
+      for (auto& piece : stream->outgoing) dropped.push_back(std::move(piece.message));
+      stream->outgoing.clear();
+    }
     update_waiting_locked();
   }
   send_cv_.notify_all();

@@ -5,15 +5,13 @@
 //
 // Sending: every message gets the link's next sequence number. A message of at least twice
 // min_piece_bytes is cut into up to one piece per stream (contiguous, near-equal, at least
-// min_piece_bytes each), smaller ones travel whole. The pieces wait in one queue, and each
-// stream's sender takes the next one whenever it is free, so a stream whose TCP window is
-// smaller or whose packets were lost carries less instead of holding the others back. Each
-// piece is a frame (message_header.h: the message's description, sequence, piece offset and
-// bytes, stream, piece CRC32C) followed by its bytes; taken in queue order, a stream's frames
-// are in sequence order. Senders are paced by the link emulator's LinkPacer when the link is
-// shaped (each stream at the link's rate / N; pieces of at most the burst, each written at its
-// delivery time; after the peer has held a write back, the schedule restarts from that moment
-// instead of bursting to catch up).
+// min_piece_bytes each), smaller ones travel whole; the pieces of message s go to the streams
+// from s mod N on, so small messages spread over the streams too. Each piece is a frame
+// (message_header.h: the message's description, sequence, piece offset and bytes, stream,
+// piece CRC32C) followed by its bytes; a stream's sender writes its frames in sequence order,
+// paced by the link emulator's LinkPacer when the link is shaped (each stream at the link's
+// rate / N; pieces of at most the burst, each written at its delivery time; after the peer has
+// held a write back, the schedule restarts from that moment instead of bursting to catch up).
 // A send completes when all its pieces are written.
 //
 // Receiving: each stream's receiver reads a frame and validates it. The first frame of message
@@ -162,7 +160,6 @@ class TcpPeer {
   std::condition_variable send_cv_;
   std::condition_variable match_cv_;  // next_to_match_ moved, or the link is stopping
   uint64_t next_send_sequence_ = 0;
-  std::deque<Piece> outgoing_;  // pieces no stream has taken yet, in sequence order
   uint64_t next_to_match_ = 0;
   std::deque<PostedRecv> posted_;
   std::map<uint64_t, Incoming> incoming_;    // by sequence
