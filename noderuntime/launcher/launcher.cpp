@@ -12,6 +12,7 @@
 #include "noderuntime/launcher/job_file.h"
 #include "noderuntime/launcher/local_topology.h"
 #include "noderuntime/launcher/progress_server.h"
+#include "noderuntime/launcher/resume_skips.h"
 #include "noderuntime/launcher/run_report.h"
 #include "noderuntime/launcher/stage_binary.h"
 #include "noderuntime/launcher/stage_devices.h"
@@ -39,9 +40,11 @@ void write_file(const fs::path& path, const std::string& text) {
   }
 }
 
-// Refuses a resumed run that would have nothing to do: its newest checkpoint already holds the
-// job's last step. Nothing is written, so the previous run's report stays as it was. Returns
-// the step the run will resume from (nullopt: from the beginning).
+// Refuses a resumed run that would have nothing to do: its newest committed checkpoint already
+// holds the job's last step. Nothing is written, so the previous run's report stays as it was.
+// Returns the step the run is to resume from (nullopt: from the beginning): the newest committed
+// one (checkpoint.h latest_checkpoint); the stage processes fall back further past a rank file
+// that does not verify, and say so.
 std::optional<int64_t> check_resume(const LocalJob& job, const fs::path& dir) {
   if (!job.resume || job.checkpoint_interval < 0) return std::nullopt;
   const fs::path checkpoints = dir / "checkpoints";
@@ -213,13 +216,34 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
       noted = true;
       say(options.err, "tessel local: " + note);
     };
+    // A resume says what its ranks skipped (damaged or unfinished checkpoints) once every rank
+    // has started, before it trains, or at the end when some never started.
+    std::vector<std::string> logs;
+    for (const StageChild& child : processes.children()) logs.push_back(child.log_path);
+    int started = 0;
+    bool skips_said = !job.resume || job.checkpoint_interval < 0;
+    const auto say_skips = [&] {
+      if (skips_said) return;
+      skips_said = true;
+      result.resume_skipped = resume_skips(logs);
+      if (result.resume_skipped.empty()) return;
+      const std::optional<int64_t> from = tracker.resumed_from();
+      say(options.err,
+          "tessel local: " +
+              (from ? "resumed from the checkpoint of step " + std::to_string(*from) + ", skipping"
+                    : std::string("resume: skipped")) +
+              " (each rank's log in " + (dir / "logs").string() + " says it too):");
+      for (const std::string& skip : result.resume_skipped) say(options.err, "  " + skip);
+    };
     SupervisorOptions supervision{options.grace_s, options.out, options.tty, {}};
     supervision.on_started = [&](int rank) {
+      if (++started == job.world_size()) say_skips();
       if (devices[rank]) return;
       devices[rank] = device_of_log(processes.children()[rank].log_path);
       if (devices[rank] && ++devices_known == job.world_size()) note_precision();
     };
     run = supervise(processes, progress, signals, tracker, supervision);
+    say_skips();
     note_precision();
     for (const StageChild& child : processes.children()) {
       result.ranks[child.rank].exit = child.exit ? child.exit->describe() : "not started";

@@ -156,6 +156,11 @@ void timing_section(std::ostream& o, const LocalJob& job, const LocalRunResult& 
 
 void loss_section(std::ostream& o, const LocalRunResult& r) {
   o << "## Loss\n\n";
+  if (!r.resume_skipped.empty()) {
+    o << "Skipped on resuming (each rank's log in `logs/` says it too):\n\n";
+    for (const std::string& skip : r.resume_skipped) o << "- " << skip << "\n";
+    o << "\n";
+  }
   if (r.steps.empty()) {
     o << "No step finished.\n";
     return;

@@ -33,6 +33,9 @@ struct LocalRunResult {
   std::vector<progress::StepMetrics> steps;  // the steps this run completed, in order
                                              // (each over all ranks: progress_tracker.h)
   std::optional<int64_t> resumed_from;       // the checkpoint step it resumed from
+  // What its ranks skipped on resuming, and why (resume_skips.h): "step 3: <file>: <fault>
+  // (rank 1)"; empty when nothing was.
+  std::vector<std::string> resume_skipped;
   std::vector<RankRecord> ranks;
   std::optional<double> measured_iteration_s;  // median step time, the first step left out
   double unigram_entropy = 0;                  // nats, of the training data's bytes

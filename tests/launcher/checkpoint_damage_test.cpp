@@ -1,10 +1,16 @@
-// Damaged checkpoints through real `tessel local` runs: the fables example shrunk to a few
-// steps (checkpoint: {interval: 1, resume: true}) trains 3 steps once; each case copies that
-// output folder, damages its checkpoint the way a disk, a person or a buggy run can, and resumes
-// to step 5. Every damaged resume must end cleanly (exit 1, no signal), with the launcher's
-// error naming the rank file (or manifest) at fault and what is wrong, and leave every
-// checkpoint file as it was. A torn step folder is ignored; keep: 2 leaves two step folders; a
-// full disk during a save names the file and the cause and keeps the previous checkpoint.
+// Damaged checkpoints through real `tessel local` runs (one shared checkpoint dir): the fables
+// example shrunk to a few steps (checkpoint: {interval: 1, resume: true}) trains 3 steps once
+// (and 5 steps once, uninterrupted, for the losses to compare with); each case copies the
+// 3-step output folder, damages its checkpoint the way a disk, a person or a buggy run can, and
+// resumes to step 5. Damage is skipped (issue 14): a rank whose file of the newest step does
+// not verify loads its data-parallel peer's file of it; a step no replica of some stage holds
+// verified, or one whose manifests are torn, missing or edited, costs that step and the
+// previous one is resumed. Every skip is named (the file and the fault) by the launcher and in
+// report.md, and the losses after the resume are an uninterrupted run's. A checkpoint nothing
+// usable is left in, or of an older format, still ends the run cleanly (exit 1, no signal)
+// with the launcher's error saying why, and leaves every checkpoint file as it was. keep: 2
+// leaves two step folders; a full disk during a save names the file and the cause and keeps
+// the previous checkpoint.
 #include "../stage/checkpoint_damage.h"
 
 #include <gtest/gtest.h>
@@ -80,11 +86,16 @@ class CheckpointDamage : public ::testing::Test {
         {"local", job_file(base_, fables_job(3)), "--output", (base_ / "out").string()});
     base_status_ = launcher.finish(300s);
     base_output_ = launcher.output();
+    LauncherProcess whole(
+        {"local", job_file(base_, fables_job(5)), "--output", (base_ / "whole").string()});
+    whole_status_ = whole.finish(300s);
+    whole_output_ = whole.output();
   }
   static void TearDownTestSuite() { fs::remove_all(base_); }
 
   void SetUp() override {
     ASSERT_EQ(base_status_, 0) << base_output_;
+    ASSERT_EQ(whole_status_, 0) << whole_output_;
     dir_ = base_ / ::testing::UnitTest::GetInstance()->current_test_info()->name();
     fs::remove_all(dir_);
     fs::create_directories(dir_);
@@ -96,8 +107,8 @@ class CheckpointDamage : public ::testing::Test {
   std::string rank_file(int rank) const { return checkpoint_rank_file(ckpt(), 3, rank); }
 
   // Resumes the damaged checkpoint to step 5: it must fail cleanly, its error line naming every
-  // one of `parts`, and leave every checkpoint file as it was.
-  void expect_refused(const std::vector<std::string>& parts) {
+  // one of `parts`, and leave every checkpoint file as it was. Returns the launcher's output.
+  std::string expect_refused(const std::vector<std::string>& parts) {
     const auto before = stage::testing::snapshot(ckpt());
     LauncherProcess launcher(
         {"local", job_file(dir_, fables_job(5)), "--output", (dir_ / "out").string()});
@@ -105,7 +116,7 @@ class CheckpointDamage : public ::testing::Test {
     EXPECT_EQ(status, 1) << launcher.output();
     const std::string& out = launcher.output();
     const std::string error = error_line(out);
-    ASSERT_NE(error, "") << out;
+    EXPECT_NE(error, "") << out;
     for (const std::string& part : parts) {
       EXPECT_NE(error.find(part), std::string::npos) << "missing '" << part << "' in\n" << out;
     }
@@ -115,31 +126,75 @@ class CheckpointDamage : public ::testing::Test {
     for (const auto& [path, text] : before) {
       EXPECT_TRUE(after.count(path) && after.at(path) == text) << path << " was changed";
     }
+    return out;
+  }
+
+  // Resumes the damaged checkpoint to step 5: it must resume from `from`, say that it skipped
+  // what each of `skipped` names (on its output and in report.md), and print the uninterrupted
+  // run's losses for the steps after `from`.
+  void expect_resumed(int64_t from, const std::vector<std::string>& skipped) {
+    LauncherProcess launcher(
+        {"local", job_file(dir_, fables_job(5)), "--output", (dir_ / "out").string()});
+    ASSERT_EQ(launcher.finish(300s), 0) << launcher.output();
+    const std::string& out = launcher.output();
+    const std::string said = "tessel local: resumed from the checkpoint of step " +
+                             std::to_string(from) + ", skipping (each rank's log in ";
+    ASSERT_NE(out.find(said), std::string::npos) << out;
+    const std::string skips = out.substr(out.find(said));
+    const std::string report = stage::testing::read_all((dir_ / "out" / "report.md").string());
+    for (const std::string& part : skipped) {
+      EXPECT_NE(skips.find(part), std::string::npos) << "missing '" << part << "' in\n" << out;
+      EXPECT_NE(report.find(part), std::string::npos) << "missing '" << part << "' in\n" << report;
+    }
+    EXPECT_NE(report.find("Skipped on resuming"), std::string::npos) << report;
+    EXPECT_NE(out.find("resumed from step " + std::to_string(from) + ", in "), std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("step " + std::to_string(from) + "/5  loss"), std::string::npos) << out;
+    for (int64_t step = from + 1; step <= 5; ++step) {
+      const std::string line = progress_line(whole_output_, step);
+      ASSERT_NE(line, "") << whole_output_;
+      EXPECT_EQ(progress_line(out, step), line) << out;
+    }
+  }
+
+  // "step N/5  loss L" of an output: the step and its loss as the launcher prints them.
+  static std::string progress_line(const std::string& output, int64_t step) {
+    const std::string head = "step " + std::to_string(step) + "/5  loss ";
+    const size_t at = output.find(head);
+    if (at == std::string::npos) return "";
+    return output.substr(at, output.find("  ", at + head.size()) - at);
   }
 
   static inline fs::path base_;
   static inline int base_status_ = -1;
   static inline std::string base_output_;
+  static inline int whole_status_ = -1;
+  static inline std::string whole_output_;
   fs::path dir_;
 };
 
-TEST_F(CheckpointDamage, AFloatFlippedTo1e30IsAChecksumErrorNamingFileAndTensor) {
+TEST_F(CheckpointDamage, AFloatFlippedTo1e30IsSkippedAndTheReplicasFileOfTheStepServes) {
   stage::testing::overwrite_float(rank_file(1), "h.2.attn.proj.weight", 7, 1e30f);
-  expect_refused({"stage 1 replica 0 (rank 1)",
-                  "step-00000003/rank-00001.safetensors: tensor "
-                  "'h.2.attn.proj.weight': checksum mismatch"});
+  expect_resumed(
+      3, {"step 3: " + rank_file(1) + ": tensor 'h.2.attn.proj.weight': checksum mismatch"});
 }
 
-TEST_F(CheckpointDamage, AnEditedDataPositionIsNamed) {
+TEST_F(CheckpointDamage, BothReplicasFilesOfAStageDamagedCostTheStep) {
+  stage::testing::overwrite_float(rank_file(1), "h.2.attn.proj.weight", 7, 1e30f);
+  stage::testing::overwrite_float(rank_file(3), "lm_head.weight", 3, 1e30f);
+  expect_resumed(2, {"step 3: " + rank_file(1) + ": tensor 'h.2.attn.proj.weight': checksum",
+                     "step 3: " + rank_file(3) + ": tensor 'lm_head.weight': checksum"});
+}
+
+TEST_F(CheckpointDamage, AnEditedDataPositionIsSkippedNamingIt) {
   SafetensorsFile file = stage::read_safetensors(rank_file(2));
   file.metadata["data_position"] =
       std::to_string(std::stoll(file.metadata.at("data_position")) + 16);
   stage::write_safetensors(rank_file(2), file);
-  expect_refused(
-      {"stage 0 replica 1 (rank 2)", "rank-00002.safetensors: metadata 'data_position' is"});
+  expect_resumed(3, {"step 3: " + rank_file(2) + ": metadata 'data_position' is", "(rank 2)"});
 }
 
-TEST_F(CheckpointDamage, ADataPositionEditedInTheManifestsTooFailsTheMetadataChecksum) {
+TEST_F(CheckpointDamage, ADataPositionEditedInTheManifestsTooCostsTheStep) {
   SafetensorsFile file = stage::read_safetensors(rank_file(2));
   const int64_t position = std::stoll(file.metadata.at("data_position")) + 16;
   file.metadata["data_position"] = std::to_string(position);
@@ -151,53 +206,68 @@ TEST_F(CheckpointDamage, ADataPositionEditedInTheManifestsTooFailsTheMetadataChe
     stage::testing::write_all(path, manifest.dump(2) + "\n");
   }
   stage::testing::match_manifests_to_rank_file(ckpt(), 3, 2);
-  // The manifest now disagrees with every other rank's file, which those ranks say; rank 2's
-  // file agrees with it, and its metadata checksum does not. Every rank's error is its own, so
-  // the blame may go to any of them; rank 2's log says what is wrong with its file.
-  expect_refused({"/step-00000003/rank-0000", ".safetensors: metadata "});
-  const std::string log = stage::testing::read_all((dir_ / "out" / "logs" / "rank-2.log").string());
-  EXPECT_NE(log.find("rank-00002.safetensors: metadata checksum mismatch"), std::string::npos)
-      << log;
+  // The manifest now disagrees with every other rank's file; rank 2's file agrees with it, and
+  // its metadata checksum does not: no file of step 3 verifies.
+  expect_resumed(2, {rank_file(2) + ": metadata checksum mismatch",
+                     rank_file(1) + ": metadata 'data_position' is"});
 }
 
-TEST_F(CheckpointDamage, ADeletedManifestIsAnErrorNamingItNotAFallback) {
+TEST_F(CheckpointDamage, ADeletedManifestCostsTheNewestStepNamingIt) {
   fs::remove(checkpoint_manifest(ckpt()));
-  expect_refused({checkpoint_manifest(ckpt()) + ": missing", "steps 1, 2, 3"});
+  expect_resumed(2, {"step 3: " + checkpoint_manifest(ckpt()) +
+                     ": missing; it commits the newest step, which is therefore not used"});
 }
 
-TEST_F(CheckpointDamage, ADeletedStepManifestIsAnErrorNamingIt) {
+TEST_F(CheckpointDamage, ADeletedStepManifestCostsTheStepNamingIt) {
   fs::remove(checkpoint_step_manifest(ckpt(), 3));
-  expect_refused({checkpoint_step_manifest(ckpt(), 3) + ": missing"});
+  expect_resumed(2, {"step 3: " + checkpoint_step_manifest(ckpt(), 3) +
+                     ": missing: a save that did not finish"});
 }
 
-TEST_F(CheckpointDamage, ANanWrittenWithValidChecksumsIsBlamedOnItsRank) {
+TEST_F(CheckpointDamage, ANanWrittenWithValidChecksumsIsSkippedNamingTheTensor) {
   SafetensorsFile file = stage::read_safetensors(rank_file(1));
   auto& data = file.tensors.at("h.3.mlp.fc.weight").data;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::memcpy(data.data() + 11 * sizeof(float), &nan, sizeof nan);
   stage::testing::forge_rank_file(ckpt(), 3, 1, file);
-  expect_refused({"stage 1 replica 0 (rank 1)",
-                  "rank-00001.safetensors: tensor 'h.3.mlp.fc.weight' holds nan at element 11"});
+  expect_resumed(
+      3, {"step 3: " + rank_file(1) + ": tensor 'h.3.mlp.fc.weight' holds nan at element 11"});
 }
 
-TEST_F(CheckpointDamage, ATruncatedRankFileIsNamed) {
+TEST_F(CheckpointDamage, NoVerifiedStateOfAStageLeftIsRefusedNamingItAndEveryFault) {
+  // A NaN with valid checksums in every file of stage 1 (ranks 1 and 3) of every step.
+  for (int64_t step = 1; step <= 3; ++step) {
+    for (int rank : {1, 3}) {
+      SafetensorsFile file = stage::read_safetensors(checkpoint_rank_file(ckpt(), step, rank));
+      auto& data = file.tensors.at("h.3.mlp.fc.weight").data;
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(data.data() + 11 * sizeof(float), &nan, sizeof nan);
+      stage::testing::forge_rank_file(ckpt(), step, rank, file);
+    }
+  }
+  expect_refused(
+      {"no checkpoint step at which every stage has a verified state "
+       "(checkpoint.shared: true, " +
+       ckpt() + "): no rank holds a state of stage 1"});
+}
+
+TEST_F(CheckpointDamage, ATruncatedRankFileIsSkippedNamingIt) {
   const std::string bytes = stage::testing::read_all(rank_file(3));
   stage::testing::write_all(rank_file(3), bytes.substr(0, bytes.size() / 2));
-  expect_refused({"stage 1 replica 1 (rank 3)",
-                  "rank-00003.safetensors: " + std::to_string(bytes.size() / 2) + " bytes"});
+  expect_resumed(3, {"step 3: " + rank_file(3) + ": " + std::to_string(bytes.size() / 2) + " bytes",
+                     "(rank 3)"});
 }
 
-TEST_F(CheckpointDamage, AMissingRankFileIsNamed) {
+TEST_F(CheckpointDamage, AMissingRankFileIsSkippedNamingIt) {
   fs::remove(rank_file(0));
-  expect_refused({"stage 0 replica 0 (rank 0)", "rank-00000.safetensors: missing"});
+  expect_resumed(3, {"step 3: " + rank_file(0) + ": missing (", "(rank 0)"});
 }
 
-TEST_F(CheckpointDamage, AnotherStagesFileIsNamed) {
+TEST_F(CheckpointDamage, AnotherReplicasFileInItsPlaceIsSkippedNamingIt) {
   fs::copy_file(rank_file(1), rank_file(3), fs::copy_options::overwrite_existing);
   SafetensorsFile file = stage::read_safetensors(rank_file(3));
   stage::testing::forge_rank_file(ckpt(), 3, 3, file);
-  expect_refused({"stage 1 replica 1 (rank 3)",
-                  "rank-00003.safetensors: metadata 'replica' is '0', this rank has '1'"});
+  expect_resumed(3, {"step 3: " + rank_file(3) + ": metadata 'replica' is '0', this rank has '1'"});
 }
 
 TEST_F(CheckpointDamage, AnOldFormatCheckpointIsRefusedSayingSo) {
@@ -211,9 +281,9 @@ TEST_F(CheckpointDamage, AnOldFormatCheckpointIsRefusedSayingSo) {
   expect_refused({"format 'tessel-stage-checkpoint-1'", "without checksums"});
 }
 
-TEST_F(CheckpointDamage, AnUnreadableManifestIsNamed) {
+TEST_F(CheckpointDamage, AnUnreadableManifestCostsTheNewestStepNamingIt) {
   stage::testing::write_all(checkpoint_manifest(ckpt()), "{\"format\": \"tessel-stage-che");
-  expect_refused({checkpoint_manifest(ckpt()) + ": not valid JSON"});
+  expect_resumed(2, {"step 3: " + checkpoint_manifest(ckpt()) + ": not valid JSON"});
 }
 
 TEST_F(CheckpointDamage, ATornNewerStepFolderIsIgnored) {
@@ -225,6 +295,10 @@ TEST_F(CheckpointDamage, ATornNewerStepFolderIsIgnored) {
   LauncherProcess launcher(
       {"local", job_file(dir_, fables_job(5)), "--output", (dir_ / "out").string()});
   ASSERT_EQ(launcher.finish(300s), 0) << launcher.output();
+  EXPECT_NE(launcher.output().find("step 4: " + checkpoint_step_manifest(ckpt(), 4) +
+                                   ": missing: a save that did not finish"),
+            std::string::npos)
+      << launcher.output();
   EXPECT_EQ(launcher.output().find("step 3/5"), std::string::npos) << launcher.output();
   EXPECT_NE(launcher.output().find("step 4/5"), std::string::npos) << launcher.output();
   EXPECT_EQ(stage::latest_checkpoint(ckpt()), 5);
