@@ -1,5 +1,6 @@
 // Helpers over Kubernetes objects kept as nlohmann::json: metadata, labels and annotations,
-// ownerReferences, finalizers, status conditions, and label/field selectors.
+// ownerReferences, finalizers and status conditions (label and field selectors: the two
+// headers included below).
 //
 // The JSON stays the representation (an informer caches exactly what the server sent); these
 // functions read and edit it in place following the API conventions. Readers are lenient: a
@@ -14,6 +15,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "kube/field_selector.h"
+#include "kube/label_selector.h"
 
 namespace tessel::kube {
 
@@ -91,64 +95,5 @@ bool set_condition(nlohmann::json& obj, const Condition& condition,
 
 // "2026-11-21T23:01:17Z": the metav1.Time wire form (UTC, whole seconds).
 std::string format_rfc3339(std::chrono::system_clock::time_point time);
-
-// --- label selectors ------------------------------------------------------------------------
-
-enum class SelectorOperator { kEquals, kNotEquals, kIn, kNotIn, kExists, kDoesNotExist };
-
-struct LabelRequirement {
-  std::string key;
-  SelectorOperator op = SelectorOperator::kExists;
-  std::vector<std::string> values;  // one for = and !=, one or more for in/notin, none else
-};
-
-// The string form used in ?labelSelector=: comma-joined terms `k=v` (or `k==v`), `k!=v`,
-// `k in (a,b)`, `k notin (a)`, `k` (exists), `!k` (does not exist). All terms must hold.
-class LabelSelector {
- public:
-  LabelSelector() = default;  // empty: matches everything
-  explicit LabelSelector(std::vector<LabelRequirement> requirements);
-
-  // Throws std::invalid_argument naming the offending term.
-  static LabelSelector parse(std::string_view text);
-
-  bool matches(const std::map<std::string, std::string>& labels) const;
-  bool matches(const nlohmann::json& obj) const;  // against metadata.labels
-  std::string to_string() const;                  // parse(to_string()) gives back *this
-  bool empty() const { return requirements_.empty(); }
-  const std::vector<LabelRequirement>& requirements() const { return requirements_; }
-
- private:
-  std::vector<LabelRequirement> requirements_;
-};
-
-// --- field selectors ------------------------------------------------------------------------
-
-struct FieldRequirement {
-  std::string field;   // dotted path, e.g. metadata.name, spec.nodeName, status.phase
-  bool equals = true;  // false for !=
-  std::string value;
-};
-
-// The string form used in ?fieldSelector=: comma-joined `field=value` (or `==`) and
-// `field!=value`. Which fields a resource supports is the server's decision (CRDs: only
-// metadata.name and metadata.namespace; Pods add spec.nodeName, status.phase, ...); matching
-// reads the dotted path from the object, a missing field reading as "".
-class FieldSelector {
- public:
-  FieldSelector() = default;
-  explicit FieldSelector(std::vector<FieldRequirement> requirements);
-
-  // Throws std::invalid_argument naming the offending term.
-  static FieldSelector parse(std::string_view text);
-
-  bool matches(const nlohmann::json& obj) const;
-  std::string to_string() const;
-  bool empty() const { return requirements_.empty(); }
-  const std::vector<FieldRequirement>& requirements() const { return requirements_; }
-
- private:
-  std::vector<FieldRequirement> requirements_;
-};
 
 }  // namespace tessel::kube
