@@ -276,13 +276,18 @@ std::string stage_job_text(const TrainingJobSpec& spec, const StageJobFile& f) {
   return text;
 }
 
-uint64_t stage_job_id(const std::string& uid) {
+uint64_t stage_job_id(const std::string& uid, int64_t attempt) {
   if (uid.empty()) throw std::invalid_argument("stage_job_id: the TrainingJob has no metadata.uid");
+  if (attempt < 0) throw std::invalid_argument("stage_job_id: a negative start attempt");
   uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a's offset basis and prime
-  for (const char c : uid) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 0x100000001b3ull;
-  }
+  const auto add = [&hash](const std::string& text) {
+    for (const char c : text) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 0x100000001b3ull;
+    }
+  };
+  add(uid);
+  if (attempt > 0) add("#" + std::to_string(attempt));
   const uint64_t id = hash & 0x7fffffffffffffffull;
   return id == 0 ? 1 : id;
 }

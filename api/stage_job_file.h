@@ -66,9 +66,12 @@ nlohmann::ordered_json stage_job_json(const TrainingJobSpec& spec, const StageJo
 // when it is longer than kMaxStageJobFileBytes.
 std::string stage_job_text(const TrainingJobSpec& spec, const StageJobFile& file);
 
-// The job id of a TrainingJob on clusters: a stable hash (64-bit FNV-1a, the same on every
-// build and machine, so an operator that restarts finds the same id) of its metadata.uid,
-// folded to 63 bits and never 0. Throws std::invalid_argument for an empty uid.
-uint64_t stage_job_id(const std::string& uid);
+// The job id of one start attempt of a TrainingJob on clusters: a stable hash (64-bit FNV-1a,
+// the same on every build and machine, so an operator that restarts finds the same id) of its
+// metadata.uid and, after the first, the attempt ("<uid>#<attempt>"), folded to 63 bits and never
+// 0. Each attempt has its own id so that stage processes of an earlier attempt still running (in
+// a member that could not be reached to delete them) can neither rendezvous with nor report into
+// the current one. Throws std::invalid_argument for an empty uid or a negative attempt.
+uint64_t stage_job_id(const std::string& uid, int64_t attempt);
 
 }  // namespace tessel::api

@@ -405,7 +405,7 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   for (const auto& [node, why] : lost) lost_set.insert(node);
   const GangState gang = observe_gang(tasklets, job.name, pods, attempt, lost_set);
   if (active) note_member_reachability(job, status, tasklets);
-  stages_.register_job(key, api::stage_job_id(uid), static_cast<int>(tasklets.size()),
+  stages_.register_job(key, api::stage_job_id(uid, attempt), static_cast<int>(tasklets.size()),
                        token_for(object));
   const std::optional<JobProgress> progress = stages_.progress(key);
   if (options_.on_progress) options_.on_progress(key, progress ? &*progress : nullptr);
@@ -623,7 +623,7 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
   const std::string uid = kube::object_uid(object);
   const std::string token = token_for(object);
   api::StageJobFile file;
-  file.job_id = api::stage_job_id(uid);
+  file.job_id = api::stage_job_id(uid, attempt_of(status));
   file.layer_split = placed.layer_split;
   for (const TaskletPlace& t : placed.tasklets) {
     file.ranks.push_back({.stage = t.stage,

@@ -24,7 +24,7 @@ TrainingJobSpec example_spec() { return load_trainingjob_file(kExample).spec; }
 // What the operator decides for the example (2 stages x 2 replicas over two clusters).
 StageJobFile operator_file() {
   StageJobFile f;
-  f.job_id = stage_job_id("6f1c1e0a-3b52-4d8e-9a57-2c4f0e7d9b31");
+  f.job_id = stage_job_id("6f1c1e0a-3b52-4d8e-9a57-2c4f0e7d9b31", 0);
   f.layer_split = {3, 1};
   for (int r = 0; r < 4; ++r) {
     f.ranks.push_back({r % 2, r / 2, "0.0.0.0", 0, r / 2 == 0 ? "member-a/gpu-0" : "member-b/n1"});
@@ -283,12 +283,23 @@ TEST(StageJobFile, TextEndsInANewlineAndFitsAConfigMap) {
 }
 
 TEST(StageJobId, IsAStable63BitNonZeroHashOfTheUid) {
-  EXPECT_EQ(stage_job_id("a"), 0x2f63dc4c8601ec8cull);  // FNV-1a("a") less its top bit
-  const uint64_t id = stage_job_id("6f1c1e0a-3b52-4d8e-9a57-2c4f0e7d9b31");
+  EXPECT_EQ(stage_job_id("a", 0), 0x2f63dc4c8601ec8cull);  // FNV-1a("a") less its top bit
+  const uint64_t id = stage_job_id("6f1c1e0a-3b52-4d8e-9a57-2c4f0e7d9b31", 0);
   EXPECT_EQ(id, 6798325390966219097ull);
   EXPECT_LT(id, uint64_t{1} << 63);
-  EXPECT_NE(id, stage_job_id("6f1c1e0a-3b52-4d8e-9a57-2c4f0e7d9b32"));
-  EXPECT_THROW(stage_job_id(""), std::invalid_argument);
+  EXPECT_NE(id, stage_job_id("6f1c1e0a-3b52-4d8e-9a57-2c4f0e7d9b32", 0));
+  EXPECT_THROW(stage_job_id("", 0), std::invalid_argument);
+}
+
+TEST(StageJobId, EachStartAttemptHasAnIdOfItsOwn) {
+  const std::string uid = "6f1c1e0a-3b52-4d8e-9a57-2c4f0e7d9b31";
+  // Attempt 0 keeps the id of the uid alone; later ones hash "<uid>#<attempt>".
+  EXPECT_EQ(stage_job_id(uid, 0), 6798325390966219097ull);
+  EXPECT_NE(stage_job_id(uid, 1), stage_job_id(uid, 0));
+  EXPECT_NE(stage_job_id(uid, 2), stage_job_id(uid, 1));
+  EXPECT_EQ(stage_job_id(uid, 2), stage_job_id(uid, 2));
+  EXPECT_LT(stage_job_id(uid, 7), uint64_t{1} << 63);
+  EXPECT_THROW(stage_job_id(uid, -1), std::invalid_argument);
 }
 
 }  // namespace

@@ -20,6 +20,8 @@ TEST_F(TrainingJobRestarts, FailedPodRestartsTheGangThenFailsPastMaxRestarts) {
   set_phase("Running");
   reconcile("flaky");
   ASSERT_EQ(phase(job("flaky")), "Running");
+  const auto first = stages_.registration(key("flaky"));
+  ASSERT_TRUE(first.has_value());
 
   set_phase("Failed", "flaky-s1-r0");
   reconcile("flaky");
@@ -56,6 +58,11 @@ TEST_F(TrainingJobRestarts, FailedPodRestartsTheGangThenFailsPastMaxRestarts) {
   for (int m = 0; m < 2; ++m)
     for (const json& pod : member_pods(m))
       EXPECT_EQ(kube::get_annotation(pod, kAttemptAnnotation), "1");
+  // Attempt 1 has a stage job id of its own: processes of attempt 0 that could not be deleted
+  // (an unreachable member) can neither rendezvous with it nor report into it.
+  const auto second = stages_.registration(key("flaky"));
+  ASSERT_TRUE(second.has_value());
+  EXPECT_NE(second->job_id, first->job_id);
 
   // maxRestarts is 1: the next failure fails the job.
   set_phase("Failed", "flaky-s0-r1");

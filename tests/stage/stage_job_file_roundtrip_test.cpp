@@ -72,7 +72,7 @@ void expect_training_as_written(const api::TrainingJobSpec& spec, const JobSpec&
 TEST(StageJobFileRoundTrip, AnOperatorJob) {
   const api::TrainingJobSpec spec = spec_off_defaults();
   api::StageJobFile f;
-  f.job_id = api::stage_job_id("0b6c3f7e-2d3a-4f60-8d0e-5a1f9c2b7e44");
+  f.job_id = api::stage_job_id("0b6c3f7e-2d3a-4f60-8d0e-5a1f9c2b7e44", 0);
   f.layer_split = {1, 1, 1, 1};
   for (int r = 0; r < 4; ++r) {
     f.ranks.push_back({r % 2, r / 2, "0.0.0.0", 0, r < 2 ? "member-a/gpu-0" : "member-b/gpu-7"});
