@@ -147,6 +147,12 @@ std::optional<JobSample> JobWatch::latest() const {
   return samples_.back();
 }
 
+std::string condition_field(const json& status, const std::string& type, const std::string& field) {
+  for (const json& condition : status.value("conditions", json::array()))
+    if (condition.value("type", "") == type) return condition.value(field, "");
+  return "";
+}
+
 // --- recovery_after -----------------------------------------------------------------------------
 
 Recovery recovery_after(const std::vector<JobSample>& samples, SteadyTime fault,
@@ -165,8 +171,8 @@ Recovery recovery_after(const std::vector<JobSample>& samples, SteadyTime fault,
   for (const JobSample& s : samples) {
     if (s.at < fault) continue;
     if (s.phase == "Failed") {
-      const json failed = condition_of(json{{"status", s.status}}, "Failed");
-      r.failure = failed.value("reason", "Failed") + ": " + failed.value("message", "");
+      r.failure = condition_field(s.status, "Failed", "reason") + ": " +
+                  condition_field(s.status, "Failed", "message");
       return r;
     }
     if (s.attempt() <= attempt_before) continue;
@@ -407,7 +413,10 @@ ChaosResult ChaosE2e::finish_restart_case(const std::string& case_name,
   row.outcome = r.recovered ? "recovered" : "failed: " + r.failure;
   row.last_step = r.last_step;
   row.resumed_from = r.resumed_from;
-  row.steps_lost = r.resumed_from >= 0 && r.last_step >= 0 ? r.last_step - r.resumed_from : -1;
+  // The status trails the stages: they may have checkpointed a step newer than it showed.
+  row.steps_lost = r.resumed_from >= 0 && r.last_step >= 0
+                       ? std::max<int64_t>(0, r.last_step - r.resumed_from)
+                       : -1;
   row.bound = bound;
   row.recover_s = r.recover_s;
   EXPECT_TRUE(r.recovered) << job << ": " << row.outcome;

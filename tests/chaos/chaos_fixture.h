@@ -97,6 +97,11 @@ class JobWatch {
   std::jthread thread_;
 };
 
+// Field `field` ("status", "reason", "message") of the condition `type` in a job's status; ""
+// when the status has no such condition.
+std::string condition_field(const nlohmann::json& status, const std::string& type,
+                            const std::string& field);
+
 // What a fault that restarts the stages cost, from JobWatch's samples.
 struct Recovery {
   int64_t last_step = -1;        // newest status step before the fault

@@ -46,7 +46,8 @@ TEST_F(ChaosE2e, AMemberApiServerAwayThenRestartedLeavesItsPodsTrainingWithoutDu
   const bool reachable = wait_for(
       [&] {
         job = trainingjob("member-away");
-        return condition_of(job, "MembersReachable").value("status", "") == "True";
+        return condition_field(job.value("status", json::object()), "MembersReachable", "status") ==
+               "True";
       },
       kChaosTimeout);
   const double recover_s = std::chrono::duration<double>(steady_clock::now() - back).count();
@@ -64,12 +65,10 @@ TEST_F(ChaosE2e, AMemberApiServerAwayThenRestartedLeavesItsPodsTrainingWithoutDu
     if (step_at_away < 0) step_at_away = s.step;
     step_at_back = std::max(step_at_back, s.step);
     EXPECT_EQ(s.phase, "Running") << s.status.dump();
-    const json reachable_condition = condition_of(json{{"status", s.status}}, "MembersReachable");
     shown_away =
-        shown_away ||
-        (reachable_condition.value("status", "") == "False" &&
-         reachable_condition.value("message", "").find(federation_->member_name(pod.member)) !=
-             std::string::npos);
+        shown_away || (condition_field(s.status, "MembersReachable", "status") == "False" &&
+                       condition_field(s.status, "MembersReachable", "message")
+                               .find(federation_->member_name(pod.member)) != std::string::npos);
   }
   EXPECT_TRUE(shown_away) << "the job never showed member " << federation_->member_name(pod.member)
                           << " unreachable while its API server was away";
@@ -143,7 +142,7 @@ TEST_F(ChaosE2e, ApiErrorStormsAndDroppedWatchesDuringStartUpLeaveOneGangAndNoth
   const json done = wait_for_phase("stormy", "Succeeded", kChaosTimeout);
   const int64_t step = done.value("/status/progress/step"_json_pointer, int64_t{-1});
   EXPECT_EQ(step, kSteps) << done.value("status", json::object()).dump();
-  EXPECT_EQ(condition_of(done, "Succeeded").value("status", ""), "True");
+  EXPECT_EQ(condition_field(done.value("status", json::object()), "Succeeded", "status"), "True");
   const int64_t restarts = done.value("/status/restarts"_json_pointer, int64_t{0});
 
   ChaosResult row;

@@ -61,7 +61,8 @@ TEST_F(ChaosE2e, TheOperatorKilledAtFiftyRandomMomentsOfStartUpAndTeardownConver
       const json done = wait_for_phase(name, "Succeeded", kChaosTimeout);
       EXPECT_EQ(done.value("/status/progress/step"_json_pointer, int64_t{-1}), 20)
           << name << ": " << done.value("status", json::object()).dump();
-      EXPECT_EQ(condition_of(done, "Succeeded").value("status", ""), "True")
+      EXPECT_EQ(condition_field(done.value("status", json::object()), "Succeeded", "status"),
+                "True")
           << name << ": " << done.value("status", json::object()).dump();
       restarts += done.value("/status/restarts"_json_pointer, int64_t{0});
     }
