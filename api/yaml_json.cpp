@@ -30,8 +30,21 @@ std::string where(const YAML::Mark& mark) {
   throw ManifestError(source, {{"", where(mark) + ": " + why}});
 }
 
-json scalar(const YAML::Node& node, const std::string& source) {
+std::optional<size_t> first_invalid_utf8(const std::string& text);
+
+// A scalar's or a key's text as yaml-cpp decoded it. UTF-8 text in can still come out as a string
+// that is not (yaml-cpp turns control characters such as NUL into bytes like a lone 0x85: found
+// by tests/fuzz), and nlohmann::json cannot write one: such a value is refused.
+const std::string& utf8_text(const YAML::Node& node, const std::string& source) {
   const std::string& text = node.Scalar();
+  if (first_invalid_utf8(text)) {
+    fail(source, node.Mark(), "a value that is not UTF-8 once read (a control character?)");
+  }
+  return text;
+}
+
+json scalar(const YAML::Node& node, const std::string& source) {
+  const std::string& text = utf8_text(node, source);
   if (node.Tag() == "!") return text;  // quoted
   static const std::regex integer("[-+]?[0-9]+");
   static const std::regex decimal("[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?");
@@ -80,7 +93,7 @@ json convert(const YAML::Node& node, const std::string& source, int depth, long&
       json object = json::object();
       for (const auto& entry : node) {
         if (!entry.first.IsScalar()) fail(source, entry.first.Mark(), "a key must be a string");
-        const std::string key = entry.first.Scalar();
+        const std::string key = utf8_text(entry.first, source);
         if (object.contains(key)) fail(source, entry.first.Mark(), "duplicate key '" + key + "'");
         object[key] = convert(entry.second, source, depth + 1, values);
       }

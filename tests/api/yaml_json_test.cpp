@@ -84,6 +84,11 @@ TEST(YamlJson, TextThatIsNotUtf8IsRefusedNamingTheByte) {
   EXPECT_NE(error_of("a: \xed\xa0\x80\n").find("byte 0xed is not UTF-8"),
             std::string::npos);  // surrogate
   EXPECT_NE(error_of("a: \xe2\x82").find("byte 0xe2 is not UTF-8"), std::string::npos);  // cut
+  // UTF-8 in that yaml-cpp reads into a string that is not (regressions/trainingjob/nul-in-kind).
+  static constexpr char kNul[] = "\nkind: m\0\t\0fa\0\t\0N4YAML9ExceptionEfa";
+  const std::string nul(kNul, sizeof kNul - 1);
+  EXPECT_NE(error_of(nul).find("a value that is not UTF-8 once read"), std::string::npos)
+      << error_of(nul);
   const std::string text =
       "gr\xc3\xbc\xc3\x9f"
       "e \xe2\x82\xac \xf0\x9f\x9a\x80";  // 2, 3, 4 bytes
