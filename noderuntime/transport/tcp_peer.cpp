@@ -21,6 +21,7 @@ namespace {
 struct PeerFailure {
   std::string reason;
   bool link_wide = false;
+  bool closed_between_frames = false;  // the peer closed the stream cleanly after a frame
 };
 
 // The reason a thread gives when it stops because the peer already failed or is closing;
@@ -297,6 +298,14 @@ void TcpPeer::receive_loop(Stream& stream) {
   try {
     while (true) receive_frame(stream);
   } catch (const PeerFailure& f) {
+    if (f.closed_between_frames) {
+      // A peer that finishes closes its streams one after another, while the others may still
+      // carry the pieces of its last messages: the link fails once every stream is closed (or
+      // a waiting receive hears nothing for io_timeout).
+      std::lock_guard lock(mu_);
+      closed_streams_.push_back(stream.index);
+      if (closed_streams_.size() < streams_.size()) return;
+    }
     fail(f.link_wide ? f.reason : stream_reason(stream, f.reason));
   }
 }
@@ -365,7 +374,7 @@ TcpPeer::Incoming& TcpPeer::incoming_for(Stream& stream, const MessageHeader& he
 
 void TcpPeer::receive_frame(Stream& stream) {
   EncodedHeader raw{};
-  read_bytes(stream, raw, nullptr);
+  read_bytes(stream, raw, nullptr);  // a clean close here is between frames
   MessageHeader header;
   try {
     header = decode_header(raw);
@@ -475,6 +484,7 @@ void TcpPeer::receive_frame(Stream& stream) {
 }
 
 void TcpPeer::read_bytes(Stream& stream, std::span<std::byte> out, uint32_t* crc) {
+  const size_t wanted = out.size();
   while (!out.empty()) {
     const ssize_t n = ::recv(stream.socket.get(), out.data(), out.size(), MSG_DONTWAIT);
     if (n > 0) {
@@ -485,7 +495,8 @@ void TcpPeer::read_bytes(Stream& stream, std::span<std::byte> out, uint32_t* crc
       last_data_ = now();
       continue;
     }
-    if (n == 0) throw PeerFailure{"connection closed"};
+    // Nothing of `out` read yet: for a header, the peer closed between frames.
+    if (n == 0) throw PeerFailure{"connection closed", false, out.size() == wanted};
     if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
       wait_readable(stream);
       continue;
@@ -518,7 +529,12 @@ void TcpPeer::wait_readable(Stream& stream) {
     std::lock_guard lock(mu_);
     deadline = silence_deadline();
     if (deadline && now() >= *deadline) {
-      throw PeerFailure{"no data for " + seconds_text(options_.io_timeout), true};
+      std::string reason = "no data for " + seconds_text(options_.io_timeout);
+      for (const int closed : closed_streams_) {
+        reason += ", stream " + std::to_string(closed) + " of " + std::to_string(streams_.size()) +
+                  " closed by the peer";
+      }
+      throw PeerFailure{reason, true};
     }
   }
 }

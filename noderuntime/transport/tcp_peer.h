@@ -22,7 +22,8 @@
 // side; the message completes when its last byte is in. A receive posted while a kept message
 // is still arriving waits for it.
 //
-// A link fails as a whole (any stream closed or reset, a malformed or inconsistent frame,
+// A link fails as a whole (every stream closed, or any stream reset or closed in the middle of
+// a frame, a malformed or inconsistent frame,
 // silence past io_timeout while a receive waits, a send that makes no progress for io_timeout):
 // every pending and later operation on it fails with the first error, which names the peer and,
 // on a link of several streams, the stream. Messages that had fully arrived before the failure
@@ -164,6 +165,7 @@ class TcpPeer {
   std::deque<PostedRecv> posted_;
   std::map<uint64_t, Incoming> incoming_;    // by sequence
   std::map<uint64_t, Arrived> arrived_;      // by sequence, complete, no receive yet
+  std::vector<int> closed_streams_;          // closed cleanly by the peer, the link still open
   int attached_ = 0;                         // incoming messages with a target or a claim
   std::optional<SteadyTime> waiting_since_;  // set while a receive waits on this peer
   SteadyTime last_data_;

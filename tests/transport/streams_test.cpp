@@ -241,16 +241,53 @@ TEST(RawStreams, PiecesOnEitherStreamInEitherOrderReassemble) {
   EXPECT_EQ(got, payload);
 }
 
-TEST(RawStreams, AStreamThatClosesFailsTheLinkNamingIt) {
-  RawLink link = make_raw_link(2);
+TEST(RawStreams, AStreamClosedAloneFailsAWaitingReceiveAfterTheTimeoutNamingIt) {
+  RawLink link = make_raw_link(2, 300ms);
   std::vector<float> got(4);
   Request pending = link.comm->irecv(1, f32_info(Tag::kActivation, 0, 0, 4), bytes(got));
   link.streams[1].reset();
   const std::string error = wait_error(pending);
-  EXPECT_TRUE(Contains(error, "test rank 1): stream 1 of 2: connection closed")) << error;
+  EXPECT_TRUE(Contains(error, "test rank 1): no data for 0.3 s, stream 1 of 2 closed by the peer"))
+      << error;
   // Later operations fail with the same error.
   EXPECT_EQ(wait_error(link.comm->irecv(1, f32_info(Tag::kActivation, 1, 0, 4), bytes(got))),
             error);
+}
+
+TEST(RawStreams, APeerThatClosesItsStreamsOneByOneLosesNoMessage) {
+  RawLink link = make_raw_link(2);
+  const auto payload = pattern(1000, 5);
+  std::vector<float> got(1000);
+  Request r = link.comm->irecv(1, frame_of(payload, 0).info, bytes(got));
+  link.write_frame(0, frame_of(payload, 0), bytes(payload).first(1000));
+  link.streams[0].reset();  // closed before the other stream's piece arrives
+  MessageHeader tail = frame_of(payload, 0);
+  tail.stream = 1;
+  tail.piece_offset = 1000;
+  link.write_frame(1, tail, bytes(payload).subspan(1000));
+  r.wait();
+  EXPECT_EQ(got, payload);
+  link.streams[1].reset();  // every stream closed: the link fails at once
+  EXPECT_TRUE(Contains(wait_error(link.comm->irecv(1, frame_of(payload, 1).info, bytes(got))),
+                       "test rank 1): stream 1 of 2: connection closed"));
+}
+
+TEST(RawStreams, AStreamClosedInTheMiddleOfAFrameFailsTheLinkAtOnce) {
+  RawLink link = make_raw_link(2);
+  const auto payload = pattern(1000, 5);
+  std::vector<float> got(1000);
+  Request pending = link.comm->irecv(1, frame_of(payload, 0).info, bytes(got));
+  MessageHeader whole = frame_of(payload, 0);
+  whole.piece_bytes = 4000;
+  whole.piece_crc32c = crc32c(bytes(payload));
+  link.write(1, encode_header([&] {
+               MessageHeader h = whole;
+               h.stream = 1;
+               return h;
+             }()));
+  link.write(1, bytes(payload).first(100));
+  link.streams[1].reset();
+  EXPECT_TRUE(Contains(wait_error(pending), "test rank 1): stream 1 of 2: connection closed"));
 }
 
 TEST(RawStreams, AFrameOnTheWrongStreamFailsTheLink) {
