@@ -161,7 +161,8 @@ TEST_F(ScratchDir, ConfigMapSecretAndDownwardApiVolumesBecomeFiles) {
     {"name": "maybe", "configMap": {"name": "absent", "optional": true}}
   ])js");
   const FakeObjects fake = fake_objects();
-  prepare_volumes(pod, (dir_ / "volumes").string(), fake.reader(), fake.issuer(), kAddresses);
+  prepare_volumes(pod, (dir_ / "volumes").string(), (dir_ / "node").string(), fake.reader(),
+                  fake.issuer(), kAddresses);
   EXPECT_EQ(read(dir_ / "volumes/all/greeting"), "hello");
   EXPECT_EQ(read(dir_ / "volumes/all/peers.json"), "{\"peers\":[]}");
   EXPECT_EQ(read(dir_ / "volumes/all/blob"), std::string("\0\1", 2));
@@ -189,7 +190,8 @@ TEST_F(ScratchDir, ProjectedServiceAccountVolumeGetsTokenCaAndNamespace) {
   FakeObjects fake = fake_objects();
   fake.objects["ConfigMap/team/kube-root-ca.crt"] = {{"metadata", {{"name", "kube-root-ca.crt"}}},
                                                      {"data", {{"ca.crt", "PEM"}}}};
-  prepare_volumes(pod, (dir_ / "volumes").string(), fake.reader(), fake.issuer(), kAddresses);
+  prepare_volumes(pod, (dir_ / "volumes").string(), (dir_ / "node").string(), fake.reader(),
+                  fake.issuer(), kAddresses);
   const fs::path volume = dir_ / "volumes/kube-api-access-x2b4c";
   EXPECT_EQ(read(volume / "token"), "token-for-default--3607");
   EXPECT_EQ(read(volume / "ca.crt"), "PEM");
@@ -197,7 +199,8 @@ TEST_F(ScratchDir, ProjectedServiceAccountVolumeGetsTokenCaAndNamespace) {
 
   pod["spec"]["serviceAccountName"] = "none";
   try {
-    prepare_volumes(pod, (dir_ / "volumes").string(), fake.reader(), fake.issuer(), kAddresses);
+    prepare_volumes(pod, (dir_ / "volumes").string(), (dir_ / "node").string(), fake.reader(),
+                    fake.issuer(), kAddresses);
     FAIL() << "no error";
   } catch (const VolumeSetupError& error) {
     EXPECT_STREQ(error.what(),
@@ -206,12 +209,53 @@ TEST_F(ScratchDir, ProjectedServiceAccountVolumeGetsTokenCaAndNamespace) {
   }
 }
 
+TEST_F(ScratchDir, HostPathIsADirectoryOfTheNodesRoot) {
+  json pod = test_pod();
+  pod["spec"]["volumes"] = {
+      {{"name", "ckpt"}, {"hostPath", {{"path", "/var/ckpt"}, {"type", "DirectoryOrCreate"}}}},
+      {{"name", "plain"}, {"hostPath", {{"path", "/srv/plain"}}}}};
+  const FakeObjects fake = fake_objects();
+  const fs::path node = dir_ / "node";
+  prepare_volumes(pod, (dir_ / "volumes").string(), node.string(), fake.reader(), fake.issuer(),
+                  kAddresses);
+  EXPECT_EQ(fs::read_symlink(dir_ / "volumes/ckpt"), node / "var/ckpt");
+  EXPECT_TRUE(fs::is_directory(node / "var/ckpt"));
+  EXPECT_EQ(fs::read_symlink(dir_ / "volumes/plain"), node / "srv/plain");
+  EXPECT_TRUE(fs::is_directory(node / "srv/plain"));
+
+  const auto failure = [&](const json& host_path) -> std::string {
+    json bad = test_pod();
+    bad["spec"]["volumes"] = {{{"name", "v"}, {"hostPath", host_path}}};
+    try {
+      prepare_volumes(bad, (dir_ / "volumes").string(), node.string(), fake.reader(), fake.issuer(),
+                      kAddresses);
+    } catch (const VolumeSetupError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(failure({{"path", "/absent"}, {"type", "Directory"}}),
+            "MountVolume.SetUp failed for volume \"v\" : hostPath type check failed: /absent is "
+            "not a directory");
+  EXPECT_EQ(failure({{"path", "/var/ckpt"}, {"type", "Directory"}}), "no error");
+  EXPECT_EQ(failure({{"path", "relative/x"}}),
+            "MountVolume.SetUp failed for volume \"v\" : hostPath path \"relative/x\" is not "
+            "an absolute path without '..'");
+  EXPECT_EQ(failure({{"path", "/var/../etc"}}),
+            "MountVolume.SetUp failed for volume \"v\" : hostPath path \"/var/../etc\" is not "
+            "an absolute path without '..'");
+  EXPECT_EQ(failure({{"path", "/dev/sock"}, {"type", "Socket"}}),
+            "MountVolume.SetUp failed for volume \"v\" : hostPath type \"Socket\" is not "
+            "supported by the process kubelet (only Directory, DirectoryOrCreate and none)");
+}
+
 TEST_F(ScratchDir, MissingConfigMapIsAMountFailureNamingTheVolume) {
   json pod = test_pod();
   pod["spec"]["volumes"] = {{{"name", "peers"}, {"configMap", {{"name", "gpt-a-peers"}}}}};
   const FakeObjects fake = fake_objects();
   try {
-    prepare_volumes(pod, (dir_ / "volumes").string(), fake.reader(), fake.issuer(), kAddresses);
+    prepare_volumes(pod, (dir_ / "volumes").string(), (dir_ / "node").string(), fake.reader(),
+                    fake.issuer(), kAddresses);
     FAIL() << "no error";
   } catch (const VolumeSetupError& error) {
     EXPECT_STREQ(
@@ -220,7 +264,8 @@ TEST_F(ScratchDir, MissingConfigMapIsAMountFailureNamingTheVolume) {
   }
   pod["spec"]["volumes"] = {{{"name", "claim"}, {"persistentVolumeClaim", {{"claimName", "x"}}}}};
   try {
-    prepare_volumes(pod, (dir_ / "volumes").string(), fake.reader(), fake.issuer(), kAddresses);
+    prepare_volumes(pod, (dir_ / "volumes").string(), (dir_ / "node").string(), fake.reader(),
+                    fake.issuer(), kAddresses);
     FAIL() << "no error";
   } catch (const VolumeSetupError& error) {
     EXPECT_NE(std::string(error.what()).find("persistentVolumeClaim is not supported"),
@@ -296,7 +341,8 @@ TEST_F(ScratchDir, PrepareContainerBuildsTheCommandLineMountsAndEnvironment) {
   json pod = test_pod();
   pod["spec"]["volumes"] = {{{"name", "peers"}, {"configMap", {{"name", "settings"}}}}};
   const FakeObjects fake = fake_objects();
-  prepare_volumes(pod, (dir_ / "volumes").string(), fake.reader(), fake.issuer(), kAddresses);
+  prepare_volumes(pod, (dir_ / "volumes").string(), (dir_ / "node").string(), fake.reader(),
+                  fake.issuer(), kAddresses);
   const json container = json::parse(R"js({
     "name": "stage", "image": "tessel/stage:0.1.0",
     "args": ["--peers=/etc/tessel/peers.json", "--name=$(POD_NAME)"],
@@ -363,7 +409,8 @@ TEST_F(ScratchDir, NestedMountPathsAreRefused) {
   pod["spec"]["volumes"] = {{{"name", "a"}, {"emptyDir", json::object()}},
                             {{"name", "b"}, {"emptyDir", json::object()}}};
   const FakeObjects fake = fake_objects();
-  prepare_volumes(pod, (dir_ / "volumes").string(), fake.reader(), fake.issuer(), kAddresses);
+  prepare_volumes(pod, (dir_ / "volumes").string(), (dir_ / "node").string(), fake.reader(),
+                  fake.issuer(), kAddresses);
   ContainerContext context;
   context.pod = &pod;
   context.pod_dir = dir_.string();

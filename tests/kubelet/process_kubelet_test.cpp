@@ -365,6 +365,34 @@ TEST_F(ProcessKubeletTest, EnvironmentDownwardApiSecretAndConfigMapReachTheProce
   EXPECT_EQ(container_status(done)["state"]["terminated"]["exitCode"], 0);
 }
 
+TEST_F(ProcessKubeletTest, HostPathVolumesAreEachNodesOwnDisk) {
+  // Two nodes, one hostPath: each pod writes into its own node's directory, as on a real
+  // cluster where a pod moved to another node does not find what it left on the first.
+  ProcessKubeletOptions kubelet_options = options();
+  ProcessNodeOptions second;
+  second.name = node_ + "-b";
+  kubelet_options.nodes.push_back(second);
+  start(std::move(kubelet_options));
+  for (const std::string& node : {node_, node_ + "-b"}) {
+    const std::string name = node == node_ ? "writer-a" : "writer-b";
+    json pod = shell_pod(name, "echo " + name + " >> /var/lib/tessel-data/who");
+    pod["spec"]["nodeName"] = node;
+    pod["spec"]["containers"][0]["volumeMounts"] = {
+        {{"name", "data"}, {"mountPath", "/var/lib/tessel-data"}}};
+    pod["spec"]["volumes"] = {
+        {{"name", "data"},
+         {"hostPath", {{"path", "/var/lib/tessel-data"}, {"type", "DirectoryOrCreate"}}}}};
+    create(pod);
+    watcher_->wait_for_phase(name, "Succeeded");
+  }
+  const fs::path root_a = kubelet_->node_root(node_);
+  const fs::path root_b = kubelet_->node_root(node_ + "-b");
+  EXPECT_NE(root_a, root_b);
+  EXPECT_EQ(read_file(root_a / "var/lib/tessel-data/who"), "writer-a\n");
+  EXPECT_EQ(read_file(root_b / "var/lib/tessel-data/who"), "writer-b\n");
+  EXPECT_FALSE(fs::exists("/var/lib/tessel-data/who"));  // never the machine's own path
+}
+
 TEST_F(ProcessKubeletTest, MissingConfigMapHoldsTheContainerUntilItAppears) {
   start(options());
   json pod = shell_pod("waits", "echo \"$VALUE\" > value.txt");

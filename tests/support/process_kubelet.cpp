@@ -122,6 +122,11 @@ std::string ProcessKubelet::pod_directory(const std::string& namespace_,
   return work_dir_ + "/" + namespace_ + "_" + name;
 }
 
+std::string ProcessKubelet::node_root(const std::string& name) const {
+  return (options_.node_roots_dir.empty() ? work_dir_ + "/nodes" : options_.node_roots_dir) + "/" +
+         name;
+}
+
 ProcessKubelet::Node& ProcessKubelet::node_named(const std::string& name) {
   for (const auto& node : nodes_) {
     if (node->options.name == name) return *node;
@@ -168,10 +173,11 @@ void ProcessKubelet::start() {
   }
 }
 
-PodWorkerSettings ProcessKubelet::worker_settings() const {
+PodWorkerSettings ProcessKubelet::worker_settings(const Node& node) const {
   PodWorkerSettings settings;
   settings.client = client_.get();
   settings.address = options_.address;
+  settings.node_root = node_root(node.options.name);
   settings.image_entrypoints = options_.image_entrypoints;
   settings.base_environment = base_environment_;
   settings.restart_backoff_initial = options_.restart_backoff_initial;
@@ -219,8 +225,9 @@ void ProcessKubelet::dispatch(Node& node, const json& pod) {
   if (phase == "Succeeded" || phase == "Failed") return;
   PodAdmission admission = admit(node, pod);
   node.workers[key] = std::make_unique<PodWorker>(
-      worker_settings(), pod, pod_directory(kube::object_namespace(pod), kube::object_name(pod)),
-      std::move(admission), [this, &node, uid] { release_gpus(node, uid); });
+      worker_settings(node), pod,
+      pod_directory(kube::object_namespace(pod), kube::object_name(pod)), std::move(admission),
+      [this, &node, uid] { release_gpus(node, uid); });
 }
 
 void ProcessKubelet::forget(Node& node, const json& pod) {

@@ -73,6 +73,9 @@ struct ProcessKubeletOptions {
   // Pod directories and logs go here; empty: a new directory under $TMPDIR (or /tmp), which is
   // kept so that logs can be read after the pods are gone.
   std::string work_dir;
+  // Each node's own file system, for hostPath volumes: node N's root is <node_roots_dir>/<N>,
+  // created on demand. Empty: <work dir>/nodes.
+  std::string node_roots_dir;
   // The InternalIP of every node, and the IP of every pod (the processes share the host's
   // network, as pods with hostNetwork do).
   std::string address = "127.0.0.1";
@@ -124,6 +127,9 @@ class ProcessKubelet {
   const std::string& work_dir() const { return work_dir_; }
   // <work dir>/<namespace>_<name>: the pod's working directory, volumes and container logs.
   std::string pod_directory(const std::string& namespace_, const std::string& name) const;
+  // The root of node `name`'s own file system (see ProcessKubeletOptions::node_roots_dir): its
+  // hostPath volumes lie under it, so a test reads or damages what a pod left on that node there.
+  std::string node_root(const std::string& name) const;
 
  private:
   struct Node;
@@ -141,7 +147,7 @@ class ProcessKubelet {
   // node had been stopped already.
   bool halt(Node& node, bool failed);
   void renew_leases(std::stop_token stop);
-  PodWorkerSettings worker_settings() const;
+  PodWorkerSettings worker_settings(const Node& node) const;
 
   const std::shared_ptr<kube::Client> client_;
   const ProcessKubeletOptions options_;

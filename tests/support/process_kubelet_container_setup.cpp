@@ -206,14 +206,41 @@ int default_mode_of(const json& source) {
   return it != source.end() && it->is_number_integer() ? it->get<int>() : kDefaultFileMode;
 }
 
-void prepare_volume(const json& volume, const fs::path& directory, const json& pod,
-                    const ObjectReader& reader, const TokenIssuer& issue_token,
+// The directory of a hostPath volume on the node: <node_root>/<path>. DirectoryOrCreate and ""
+// (no check) create it, as the kubelet (or the container runtime's bind mount) does; Directory
+// must exist; the file and device types are not supported.
+fs::path node_directory(const json& host_path, const std::string& node_root,
+                        const std::string& setup_failed) {
+  const std::string path = string_at(host_path, "path");
+  const std::string type = string_at(host_path, "type");
+  if (path.empty() || path.front() != '/' ||
+      std::ranges::any_of(fs::path(path), [](const fs::path& part) { return part == ".."; })) {
+    throw VolumeSetupError(setup_failed + "hostPath path \"" + path +
+                           "\" is not an absolute path without '..'");
+  }
+  const fs::path directory = fs::path(node_root) / fs::path(path).relative_path();
+  if (type.empty() || type == "DirectoryOrCreate") {
+    fs::create_directories(directory);
+  } else if (type == "Directory") {
+    if (!fs::is_directory(directory))
+      throw VolumeSetupError(setup_failed + "hostPath type check failed: " + path +
+                             " is not a directory");
+  } else {
+    throw VolumeSetupError(setup_failed + "hostPath type \"" + type +
+                           "\" is not supported by the process kubelet (only Directory, "
+                           "DirectoryOrCreate and none)");
+  }
+  return directory;
+}
+
+void prepare_volume(const json& volume, const fs::path& directory, const std::string& node_root,
+                    const json& pod, const ObjectReader& reader, const TokenIssuer& issue_token,
                     const PodAddresses& addresses) {
   const std::string name = string_at(volume, "name");
   const std::string ns = kube::object_namespace(pod);
   const std::string setup_failed = "MountVolume.SetUp failed for volume \"" + name + "\" : ";
   if (const auto host_path = volume.find("hostPath"); host_path != volume.end()) {
-    fs::create_symlink(string_at(*host_path, "path"), directory);
+    fs::create_symlink(node_directory(*host_path, node_root, setup_failed), directory);
     return;
   }
   fs::create_directories(directory);
@@ -460,8 +487,9 @@ std::string rewrite_mount_paths(const std::string& text, const std::vector<std::
   return out;
 }
 
-void prepare_volumes(const json& pod, const std::string& volumes_dir, const ObjectReader& reader,
-                     const TokenIssuer& issue_token, const PodAddresses& addresses) {
+void prepare_volumes(const json& pod, const std::string& volumes_dir, const std::string& node_root,
+                     const ObjectReader& reader, const TokenIssuer& issue_token,
+                     const PodAddresses& addresses) {
   fs::remove_all(volumes_dir);
   fs::create_directories(volumes_dir);
   const json spec = pod.value("spec", json::object());
@@ -470,7 +498,8 @@ void prepare_volumes(const json& pod, const std::string& volumes_dir, const Obje
     if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
       throw VolumeSetupError("volume name \"" + name + "\" is not a valid directory name");
     }
-    prepare_volume(volume, fs::path(volumes_dir) / name, pod, reader, issue_token, addresses);
+    prepare_volume(volume, fs::path(volumes_dir) / name, node_root, pod, reader, issue_token,
+                   addresses);
   }
 }
 

@@ -5,8 +5,11 @@
 // Mounts. A process sees the host's file system, so a volume cannot appear at its mountPath.
 // Instead:
 //   - every volume is a directory <pod dir>/volumes/<volume name> (configMap, secret and
-//     downwardAPI volumes hold their files; emptyDir is empty; hostPath is a symlink to the
-//     host path; projected volumes combine configMap, secret, downwardAPI and
+//     downwardAPI volumes hold their files; emptyDir is empty; hostPath is a symlink to
+//     <node root>/<path>, a directory of the node's own (each node has its own disk, as on a
+//     real cluster: a pod rescheduled on another node does not find what it left on the first),
+//     created for type DirectoryOrCreate or none, checked for Directory (other types are
+//     refused); projected volumes combine configMap, secret, downwardAPI and
 //     serviceAccountToken sources, the token from a TokenRequest as the kubelet gets it);
 //   - every container has a root <pod dir>/root/<container name>, where each volumeMount is a
 //     symlink at root + mountPath to the volume directory (or its subPath);
@@ -86,12 +89,12 @@ std::string rewrite_mount_paths(const std::string& text,
                                 const std::vector<std::string>& mount_paths,
                                 const std::string& root);
 
-// Writes every volume of the pod under volumes_dir (emptied first). Throws VolumeSetupError
-// naming the volume, in the kubelet's words: `MountVolume.SetUp failed for volume "peers" :
-// configmap "gpt-a-peers" not found`.
+// Writes every volume of the pod under volumes_dir (emptied first); hostPath paths lie under
+// node_root, the node's file system. Throws VolumeSetupError naming the volume, in the kubelet's
+// words: `MountVolume.SetUp failed for volume "peers" : configmap "gpt-a-peers" not found`.
 void prepare_volumes(const nlohmann::json& pod, const std::string& volumes_dir,
-                     const ObjectReader& reader, const TokenIssuer& issue_token,
-                     const PodAddresses& addresses);
+                     const std::string& node_root, const ObjectReader& reader,
+                     const TokenIssuer& issue_token, const PodAddresses& addresses);
 
 // The nvidia.com/gpu a container asks for (limits, else requests; extended resources come in
 // whole numbers). Throws std::invalid_argument naming the container and the quantity when it is

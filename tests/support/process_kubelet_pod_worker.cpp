@@ -360,8 +360,8 @@ void PodWorker::kill_all() {
 bool PodWorker::prepare_volumes_once() {
   if (volumes_ready_) return true;
   try {
-    prepare_volumes(pod_, pod_dir_ + "/volumes", object_reader(), token_issuer(),
-                    {settings_.address, settings_.address});
+    prepare_volumes(pod_, pod_dir_ + "/volumes", settings_.node_root, object_reader(),
+                    token_issuer(), {settings_.address, settings_.address});
     volumes_ready_ = true;
     return true;
   } catch (const std::exception& error) {
