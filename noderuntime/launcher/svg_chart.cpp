@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -35,13 +36,17 @@ std::string render_svg(const LineChart& chart) {
     y_min = std::min(y_min, y);
     y_max = std::max(y_max, y);
   };
-  for (const auto& [x, y] : chart.points) {
-    if (!std::isfinite(x) || !std::isfinite(y)) {
-      throw std::invalid_argument("line chart: a point is not finite");
+  std::vector<ChartSeries> curves = {{chart.points_label, chart.points}};
+  curves.insert(curves.end(), chart.series.begin(), chart.series.end());
+  for (const ChartSeries& curve : curves) {
+    for (const auto& [x, y] : curve.points) {
+      if (!std::isfinite(x) || !std::isfinite(y)) {
+        throw std::invalid_argument("line chart: a point is not finite");
+      }
+      x_min = std::min(x_min, x);
+      x_max = std::max(x_max, x);
+      include_y(y);
     }
-    x_min = std::min(x_min, x);
-    x_max = std::max(x_max, x);
-    include_y(y);
   }
   for (const ReferenceLine& r : chart.references) include_y(r.y);
   if (y_min > 0 && y_min < 0.25 * y_max) y_min = 0;  // a falling curve reads best from zero
@@ -90,12 +95,26 @@ std::string render_svg(const LineChart& chart) {
       << "\" text-anchor=\"end\" fill=\"#c0392b\">" << placement::xml_escape(r.label)
       << "</text>\n";
   }
-  o << "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"1.8\" points=\"";
-  for (size_t i = 0; i < chart.points.size(); ++i) {
-    o << (i ? " " : "") << number(px(chart.points[i].first)) << ","
-      << number(py(chart.points[i].second));
+  static const char* const kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                         "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+  for (size_t c = 0; c < curves.size(); ++c) {
+    const char* colour = kColours[c % std::size(kColours)];
+    o << "<polyline fill=\"none\" stroke=\"" << colour << "\" stroke-width=\"1.8\" points=\"";
+    for (size_t i = 0; i < curves[c].points.size(); ++i) {
+      o << (i ? " " : "") << number(px(curves[c].points[i].first)) << ","
+        << number(py(curves[c].points[i].second));
+    }
+    o << "\"/>\n";
+    if (curves.size() > 1) {  // the legend, top right
+      const double y = top + 14 + 16.0 * static_cast<double>(c);
+      o << "<line x1=\"" << number(right - 150) << "\" y1=\"" << number(y - 4) << "\" x2=\""
+        << number(right - 130) << "\" y2=\"" << number(y - 4) << "\" stroke=\"" << colour
+        << "\" stroke-width=\"2\"/>\n"
+        << "<text x=\"" << number(right - 125) << "\" y=\"" << number(y) << "\">"
+        << placement::xml_escape(curves[c].label) << "</text>\n";
+    }
   }
-  o << "\"/>\n</svg>\n";
+  o << "</svg>\n";
   return o.str();
 }
 

@@ -14,12 +14,21 @@ struct ReferenceLine {
   std::string label;
 };
 
+// A further curve, in a colour of its own, named in the legend.
+struct ChartSeries {
+  std::string label;
+  std::vector<std::pair<double, double>> points;  // (x, y), in x order
+};
+
 struct LineChart {
   std::string title;
   std::string x_label;
   std::string y_label;
   std::vector<std::pair<double, double>> points;  // (x, y), in x order
   std::vector<ReferenceLine> references;
+  // With further curves, `points` is named points_label in the legend.
+  std::string points_label;
+  std::vector<ChartSeries> series;
   int width = 720;
   int height = 420;
 };
