@@ -231,7 +231,7 @@ Manifest parse_manifest(const std::string& text, const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for 1e400
     throw CheckpointError(path + ": not valid JSON: " + e.what());
   }
   if (!j.is_object()) throw CheckpointError(path + ": not a JSON object");

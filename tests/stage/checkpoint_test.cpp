@@ -389,6 +389,18 @@ TEST_F(Checkpoints, OldCheckpointsWithoutChecksumsAreRefusedSayingSo) {
       << error;
 }
 
+TEST_F(Checkpoints, AManifestWithANumberNoDoubleHoldsIsPassedOverLikeATornOne) {
+  save_steps(2);
+  // nlohmann::json throws out_of_range, not parse_error, for 1e400 (found by tests/fuzz): it
+  // must count as an unreadable manifest, not escape as another exception.
+  const std::string bad = R"({"format": "tessel-stage-checkpoint-2", "step": 1e400})";
+  testing::write_all(checkpoint_step_manifest(dir(), 2), bad);
+  testing::write_all(checkpoint_manifest(dir()), bad);
+  std::optional<int64_t> latest;
+  EXPECT_NO_THROW(latest = latest_checkpoint(dir()));
+  EXPECT_EQ(latest, 1);
+}
+
 TEST_F(Checkpoints, KeepTwoLeavesTwoStepFolders) {
   save_steps(20, {2, std::nullopt});
   EXPECT_EQ(folders(), (std::vector<int64_t>{19, 20}));
