@@ -127,8 +127,10 @@ class ChaosE2e : public OperatorE2e {
   void TearDown() override;
 
   // The example job (examples/trainingjobs/fables.yaml) made small for a fault: `steps` steps,
-  // a checkpoint every kCheckpointInterval steps on a hostPath folder of its own (the process
-  // kubelet's nodes share this machine's disk: every node sees it), a restart after 1 s of
+  // a checkpoint every kCheckpointInterval steps in a folder of this machine's that every stage
+  // opens directly (job.json's absolute path, which the process kubelet does not rewrite: a
+  // folder every node sees, as a network file system would be; the hostPath volume of that path
+  // is each node's own directory and goes unused), a restart after 1 s of
   // backoff, at most `max_restarts`, stages that give a silent peer kChaosIoTimeoutSeconds.
   // Applied with kubectl; returns the folder of its checkpoints.
   std::string apply_chaos_job(const std::string& name, int steps, int max_restarts = 3,
