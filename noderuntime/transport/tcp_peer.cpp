@@ -310,7 +310,7 @@ void TcpPeer::receive_loop(Stream& stream) {
   }
 }
 
-TcpPeer::Incoming& TcpPeer::incoming_for(Stream& stream, const MessageHeader& header) {
+TcpPeer::Incoming& TcpPeer::incoming_for(const MessageHeader& header) {
   const uint64_t sequence = header.sequence;
   std::unique_lock lock(mu_);
   // Messages begin in sequence order: wait until every earlier one has begun on some stream.
@@ -399,7 +399,7 @@ void TcpPeer::receive_frame(Stream& stream) {
   bool discard = false;
   {
     // The entry stays while this thread counts among its readers.
-    message = &incoming_for(stream, header);
+    message = &incoming_for(header);
     Incoming& entry = *message;
     std::lock_guard lock(mu_);
     const auto offset = static_cast<size_t>(header.piece_offset);

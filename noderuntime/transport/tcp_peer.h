@@ -135,7 +135,7 @@ class TcpPeer {
   void receive_loop(Stream& stream);
   void receive_frame(Stream& stream);
   // The entry of message `header.sequence`, matched to a receive when it is the first frame.
-  Incoming& incoming_for(Stream& stream, const MessageHeader& header);
+  Incoming& incoming_for(const MessageHeader& header);
   void read_bytes(Stream& stream, std::span<std::byte> out, uint32_t* crc);
   void wait_readable(Stream& stream);
   void discard_bytes(Stream& stream, uint64_t bytes, uint32_t* crc);
