@@ -275,8 +275,12 @@ RawMesh make_raw_mesh(std::chrono::milliseconds io_timeout = 10s) {
     options.io_timeout = io_timeout;
     mesh.comm = std::make_unique<TcpCommunicator>(options, addresses.listeners[0]);
   });
-  std::vector<MeshLink> links =
-      establish_mesh(MeshOptions{kJob, 1, addresses.peers, 10s}, addresses.listeners[1]);
+  MeshOptions raw_side;
+  raw_side.job_id = kJob;
+  raw_side.rank = 1;
+  raw_side.peers = addresses.peers;
+  raw_side.connect_timeout = 10s;
+  std::vector<MeshLink> links = establish_mesh(raw_side, addresses.listeners[1]);
   listener_side.join();
   mesh.raw = std::move(links[0].streams.at(0));
   return mesh;

@@ -212,7 +212,11 @@ RawLink make_raw_link(int streams, std::chrono::milliseconds io_timeout = 10s) {
     options.log = [](const std::string&) {};
     link.comm = std::make_unique<TcpCommunicator>(options, addresses.listeners[0]);
   });
-  MeshOptions mesh{kJob, 1, addresses.peers, 10s};
+  MeshOptions mesh;
+  mesh.job_id = kJob;
+  mesh.rank = 1;
+  mesh.peers = addresses.peers;
+  mesh.connect_timeout = 10s;
   mesh.streams_per_link = streams;
   std::vector<MeshLink> links = establish_mesh(mesh, addresses.listeners[1]);
   listener_side.join();
