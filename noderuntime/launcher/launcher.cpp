@@ -54,6 +54,16 @@ std::optional<int64_t> check_resume(const LocalJob& job, const fs::path& dir) {
   } catch (const std::exception& e) {
     throw LocalJobError(checkpoints.string() + ": cannot resume: " + e.what());
   }
+  // A manifest with no committed step behind it: checkpoints were written, and none is usable.
+  // Starting afresh would train over them; refuse before anything is written instead.
+  const fs::path manifest = stage::checkpoint_manifest(checkpoints.string());
+  if (!latest && fs::exists(manifest)) {
+    throw LocalJobError(checkpoints.string() + ": cannot resume: " + manifest.string() +
+                        " is damaged or names a step whose folder is missing or does not verify, "
+                        "and no older committed step is left; restore the checkpoints, or start "
+                        "afresh (checkpoint.resume: false, or another --output) (" +
+                        (dir / "report.md").string() + " is left as it was)");
+  }
   if (latest && *latest >= job.training.steps) {
     throw LocalJobError("nothing to do: checkpoint.resume is set and the newest checkpoint in " +
                         checkpoints.string() + " is at step " + std::to_string(*latest) +
