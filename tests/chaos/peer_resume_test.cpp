@@ -124,10 +124,10 @@ TEST_F(ChaosE2e, ANodeLostWithTheOnlyCopyOfItsCheckpointResumesFromADataParallel
     EXPECT_LE(relative, kLossTolerance) << "step " << step << ": loss " << loss
                                         << " after the resume, " << it->second << " uninterrupted";
   }
-  // The polls catch a step here and there of each run; the last step's loss stays in the status
-  // of a finished job, so both runs have it.
-  EXPECT_TRUE(reference.contains(kSteps) && resumed.contains(kSteps))
-      << "the loss of the last step is missing from a run's status";
+  // The polls catch a step here and there of each run. At least one step after the resume must
+  // be caught by both (the last step's loss is not always in a finished job's status: CI saw a
+  // run without it, so it cannot be the one step relied on).
+  EXPECT_GE(compared, 1) << "no step after the resume was seen in both runs' status";
   std::cout << "peer-resume: " << reference.size() << " steps seen uninterrupted, "
             << resumed.size() << " after the resume; " << compared
             << " steps after the resume compared with the "
