@@ -98,6 +98,19 @@ inline void on_every_rank(int ranks, const std::function<void(int)>& body) {
   for (auto& t : threads) t.join();
 }
 
+// Values that differ along a message (i % 1000 steps), offset by `seed`.
+inline std::vector<float> pattern(size_t n, float seed) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = seed + static_cast<float>(i % 1000) * 0.5f;
+  return v;
+}
+inline std::span<const std::byte> bytes(const std::vector<float>& v) {
+  return std::as_bytes(std::span(v));
+}
+inline std::span<std::byte> bytes(std::vector<float>& v) {
+  return std::as_writable_bytes(std::span(v));
+}
+
 inline TensorInfo f32_info(Tag tag, uint64_t step, uint32_t micro_batch, size_t elems) {
   return TensorInfo{tag, step, micro_batch, 0, DType::kF32, {static_cast<int64_t>(elems)}};
 }

@@ -17,22 +17,14 @@ namespace tessel::transport {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::bytes;
 using testing::Comms;
 using testing::connect_local;
 using testing::Contains;
 using testing::f32_info;
 using testing::kJob;
+using testing::pattern;
 using testing::wait_error;
-
-std::vector<float> pattern(size_t n, float seed) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = seed + static_cast<float>(i % 1000) * 0.5f;
-  return v;
-}
-std::span<const std::byte> bytes(const std::vector<float>& v) {
-  return std::as_bytes(std::span(v));
-}
-std::span<std::byte> bytes(std::vector<float>& v) { return std::as_writable_bytes(std::span(v)); }
 
 // Pieces of at least 1 KiB, so that small test messages are cut too.
 auto streams(int n) {
