@@ -207,6 +207,7 @@ std::shared_ptr<MemberInformers> MemberRegistry::start(const std::string& name,
     options.reflector.selectors.label_selector = std::move(label_selector);
     options.reflector.selectors.field_selector = std::move(field_selector);
     options.reflector.logger = logger;
+    options.reflector.backoff = options_.reflector_backoff;
     return std::make_unique<kube::SharedInformer>(*m->client, resource(plural), "", options);
   };
   m->nodes = informer("nodes", "", "");

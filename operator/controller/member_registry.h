@@ -25,6 +25,7 @@
 #include "kube/client.h"
 #include "kube/log.h"
 #include "kube/object.h"
+#include "kube/reflector.h"
 #include "operator/controller/member_connection.h"
 
 namespace tessel::controller {
@@ -73,6 +74,8 @@ class MemberRegistry {
     // A member whose informers listed once but have failed for this long is unreachable (a
     // shorter failure is a watch being re-established, not worth a False condition).
     std::chrono::seconds unreachable_after{20};
+    // Of every member informer after a failed list or watch (client-go's by default).
+    kube::Backoff reflector_backoff = kube::reflector_backoff();
     // The probers: pods of this namespace matching this label selector (kube::LabelSelector's
     // string form; the constructor throws std::invalid_argument for a bad one).
     std::string prober_namespace = "tessel-system";

@@ -180,6 +180,10 @@ class TrainingJobReconcilerTest : public ::testing::Test {
     options.client = TestCluster::unlimited();
     // Soon, for the unreachable-member cases; longer than any hold of the pod caches below.
     options.unreachable_after = std::chrono::seconds(5);
+    // A hold of the pod caches fails the informers' lists for as long as it lasts; with
+    // client-go's backoff (up to 30 s, doubled by jitter) they could then take longer to catch
+    // up than sync_members waits on a loaded machine.
+    options.reflector_backoff.cap = std::chrono::seconds(1);
     registry_ = std::make_unique<MemberRegistry>(options, nullptr, nullptr);
     for (int i = 0; i < 2; ++i) {
       const json member = {{"apiVersion", "tessel.dev/v1alpha1"},
