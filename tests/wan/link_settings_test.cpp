@@ -61,9 +61,14 @@ TEST(WanLinkSettings, BadLinkFlagsAreNamed) {
 
 TEST(WanLinkSettings, OutOfRangeValuesNameTheFieldAndTheLimit) {
   WanConfig config;
-  config.default_link.loss = 1;
+  config.default_link.loss = 1.5;
   EXPECT_EQ(error_of([&] { validate_wan_config(config); }),
-            "default link loss: 1 is out of range (a probability, at least 0 and below 1)");
+            "default link loss: 1.5 is out of range (a probability, 0 to 1, 1 for a partition)");
+  config.default_link.loss = -0.1;
+  EXPECT_EQ(error_of([&] { validate_wan_config(config); }),
+            "default link loss: -0.1 is out of range (a probability, 0 to 1, 1 for a partition)");
+  config.default_link.loss = 1;  // a partition
+  EXPECT_NO_THROW(validate_wan_config(config));
   config = {};
   config.links.push_back(parse_link_override("0-1:delay_ms=20000"));
   EXPECT_EQ(error_of([&] { validate_wan_config(config); }),

@@ -92,5 +92,14 @@ TEST(LinkShaper, LossDropsAboutThatFractionOfPackets) {
   EXPECT_NEAR(lost, 0.2 * packets, 632);
 }
 
+TEST(LinkShaper, LossOneDropsEveryPacketAsAPartitionDoes) {
+  for (const double rate_mbit : {0.0, 100.0}) {
+    LinkShaper link(settings(10, rate_mbit, 1), 1500, 3);
+    for (int i = 0; i < 10000; ++i)
+      ASSERT_EQ(link.admit(1500, kStart + i * 1ms).fate, Fate::kDroppedLoss)
+          << "packet " << i << " at rate " << rate_mbit;
+  }
+}
+
 }  // namespace
 }  // namespace tessel::wan

@@ -84,10 +84,7 @@ void validate_link_settings(const LinkSettings& link, const std::string& where) 
   check_range(link.delay_ms, 0, 10000, where + " delay_ms", "0 to 10000 ms");
   check_range(link.rate_mbit, 0, 100000, where + " rate_mbit",
               "0 to 100000 Mbit/s, 0 for unlimited");
-  if (!std::isfinite(link.loss) || link.loss < 0 || link.loss >= 1) {
-    throw std::invalid_argument(where + " loss: " + number_text(link.loss) +
-                                " is out of range (a probability, at least 0 and below 1)");
-  }
+  check_range(link.loss, 0, 1, where + " loss", "a probability, 0 to 1, 1 for a partition");
   check_range(link.queue_ms, 1, 10000, where + " queue_ms", "1 to 10000 ms");
 }
 

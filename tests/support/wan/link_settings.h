@@ -12,7 +12,8 @@
 namespace tessel::wan {
 
 // One directed link. Limits (checked by validate_link_settings): delay_ms in [0, 10000],
-// rate_mbit in [0, 100000] with 0 meaning unlimited, loss in [0, 1), queue_ms in [1, 10000].
+// rate_mbit in [0, 100000] with 0 meaning unlimited, loss in [0, 1] with 1 a black hole (every
+// packet dropped, no reset sent: a partition of the link), queue_ms in [1, 10000].
 struct LinkSettings {
   double delay_ms = 0;    // one-way delay every packet is held for
   double rate_mbit = 0;   // the link's rate in Mbit/s (10^6 bits); 0: no rate limit, no queue

@@ -48,7 +48,7 @@ struct PacketForwarder::State {
 PacketForwarder::PacketForwarder(std::vector<int> tun_fds, std::uint32_t base,
                                  const std::vector<LinkSettings>& links, int mtu,
                                  std::uint64_t seed)
-    : state_(std::make_unique<State>()) {
+    : state_(std::make_unique<State>()), seed_(seed) {
   const std::size_t n = tun_fds.size();
   if (links.size() != n * n) throw std::invalid_argument("PacketForwarder: links is not n x n");
   state_->tun_fds = std::move(tun_fds);
@@ -73,6 +73,13 @@ void PacketForwarder::stop() {
   const std::uint64_t one = 1;
   (void)!::write(wake_fd_, &one, sizeof one);
   thread_.join();
+}
+
+void PacketForwarder::set_link(std::size_t pair, const LinkSettings& settings) {
+  if (pair >= state_->shapers.size()) throw std::out_of_range("PacketForwarder: no such link");
+  std::lock_guard lock(pending_mutex_);
+  pending_.emplace_back(pair, settings);
+  has_pending_.store(true, std::memory_order_release);
 }
 
 ForwarderStats PacketForwarder::stats() const {
@@ -109,8 +116,20 @@ void PacketForwarder::run() {
     if (s.spare.size() < 4096) s.spare.push_back(std::move(buffer));
   };
 
+  // Takes the settings set_link() left for the thread.
+  auto take_new_settings = [&] {
+    if (!has_pending_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(pending_mutex_);
+    for (const auto& [pair, settings] : pending_) {
+      s.shapers[pair] = LinkShaper(settings, s.mtu, seed_ + pair);
+    }
+    pending_.clear();
+    has_pending_.store(false, std::memory_order_relaxed);
+  };
+
   // Reads what device `from` has (up to a batch) and queues each packet on its link.
   auto read_from = [&](std::size_t from) {
+    take_new_settings();
     for (int k = 0; k < kReadBatch; ++k) {
       std::vector<std::uint8_t> buffer = take_buffer();
       const ssize_t got = ::read(s.tun_fds[from], buffer.data(), buffer.size());

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,10 @@ class PacketForwarder {
 
   // Stops the thread; packets still held are dropped. Idempotent.
   void stop();
+  // Gives the link `pair` (link_matrix's index) new settings: the forwarding thread takes them
+  // before it admits its next packet, on a fresh shaper (an empty queue, a full bucket). Packets
+  // already admitted keep their arrival times. Thread-safe; the caller checks the settings.
+  void set_link(std::size_t pair, const LinkSettings& settings);
   ForwarderStats stats() const;
 
  private:
@@ -42,6 +47,11 @@ class PacketForwarder {
   void run();
 
   std::unique_ptr<State> state_;
+  std::uint64_t seed_ = 0;
+  // New settings not yet taken by the thread, and whether there are any.
+  std::mutex pending_mutex_;
+  std::vector<std::pair<std::size_t, LinkSettings>> pending_;  // under pending_mutex_
+  std::atomic<bool> has_pending_{false};
   int wake_fd_ = -1;  // an eventfd that stop() signals
   std::thread thread_;
 };

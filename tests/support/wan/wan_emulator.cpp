@@ -59,9 +59,22 @@ void WanEmulator::stop() {
   created_.clear();
 }
 
-const LinkSettings& WanEmulator::link(std::size_t from, std::size_t to) const {
+LinkSettings WanEmulator::link(std::size_t from, std::size_t to) const {
   if (from >= size() || to >= size()) throw std::out_of_range("WanEmulator::link: no such pair");
+  std::lock_guard lock(links_mutex_);
   return links_[from * size() + to];
+}
+
+void WanEmulator::set_link(std::size_t from, std::size_t to, const LinkSettings& settings) {
+  const std::string name = "link " + std::to_string(from) + ">" + std::to_string(to);
+  if (from >= size() || to >= size() || from == to) {
+    throw std::out_of_range("WanEmulator::set_link: " + name + " does not exist (there are " +
+                            std::to_string(size()) + " namespaces, numbered from 0)");
+  }
+  validate_link_settings(settings, name);
+  std::lock_guard lock(links_mutex_);
+  links_[from * size() + to] = settings;
+  if (forwarder_) forwarder_->set_link(from * size() + to, settings);
 }
 
 std::string WanEmulator::command_in(std::size_t i, const std::string& command) const {

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,13 @@ class WanEmulator {
   const std::string& namespace_name(std::size_t i) const { return names_.at(i); }
   const std::string& address(std::size_t i) const { return addresses_.at(i); }
   // The settings of the link from `from` to `to`.
-  const LinkSettings& link(std::size_t from, std::size_t to) const;
+  LinkSettings link(std::size_t from, std::size_t to) const;
+  // Changes the link from `from` to `to` while the emulator forwards: from its next packet on,
+  // the link delays, limits and drops as `settings` say (loss 1: a partition of that direction,
+  // every packet dropped and no reset sent). Packets already on the link arrive as admitted.
+  // Throws std::invalid_argument naming the link for settings out of range, std::out_of_range
+  // for a pair that does not exist or from == to. Thread-safe.
+  void set_link(std::size_t from, std::size_t to, const LinkSettings& settings);
 
   // `command` as it runs inside namespace i: "ip netns exec <name> <command>".
   std::string command_in(std::size_t i, const std::string& command) const;
@@ -54,7 +61,8 @@ class WanEmulator {
   WanEmulator() = default;
 
   WanConfig config_;
-  std::vector<LinkSettings> links_;
+  mutable std::mutex links_mutex_;
+  std::vector<LinkSettings> links_;  // under links_mutex_ once started
   std::vector<std::string> names_, addresses_;
   std::vector<std::string> created_;  // namespaces this emulator made (and deletes)
   std::vector<int> tun_fds_;
