@@ -44,6 +44,9 @@ void validate(const TcpOptions& options) {
                            std::to_string(capacity) + " must be finite and >= 0");
     }
   }
+  if (options.max_message_bytes == 0) {
+    throw TransportError("tcp communicator: max_message_bytes must be positive");
+  }
   if (options.min_piece_bytes == 0) {
     throw TransportError("tcp communicator: min_piece_bytes must be positive");
   }
@@ -104,7 +107,8 @@ TcpCommunicator::TcpCommunicator(TcpOptions options, const TcpListener& listener
                                 options_.links ? options_.links->shape(rank(), p) : LinkShape{},
                                 options_.burst_bytes,
                                 options_.io_timeout,
-                                options_.min_piece_bytes};
+                                options_.min_piece_bytes,
+                                options_.max_message_bytes};
     peers_[p] = std::make_unique<TcpPeer>(std::move(links[p].streams), std::move(peer_options));
   }
 }

@@ -56,6 +56,8 @@ struct TcpOptions {
   // The limits the plans respect; default: read from /proc/sys/net/core when connecting.
   std::optional<SocketBufferLimits> buffer_limits;
   size_t min_piece_bytes = kDefaultMinPieceBytes;  // see tcp_peer.h
+  // The largest message a peer may send this rank (see tcp_peer.h); a bigger one fails its link.
+  uint64_t max_message_bytes = kDefaultMaxMessageBytes;
   // Told one line per link of several streams or whose buffers the system caps; default: a
   // line on stderr.
   std::function<void(const std::string&)> log;

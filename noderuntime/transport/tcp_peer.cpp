@@ -385,6 +385,11 @@ void TcpPeer::receive_frame(Stream& stream) {
     throw PeerFailure{"message for job " + std::to_string(header.job_id) + ", this job is " +
                       std::to_string(options_.job_id)};
   }
+  if (header.payload_bytes > options_.max_message_bytes) {
+    throw PeerFailure{"a message of " + std::to_string(header.payload_bytes) + " bytes (" +
+                      to_string(key_of(header.info)) + ") is larger than the limit of " +
+                      std::to_string(options_.max_message_bytes) + " bytes (max_message_bytes)"};
+  }
   if (header.stream != stream.index) {
     throw PeerFailure{"a frame of stream " + std::to_string(header.stream) + " arrived here"};
   }

@@ -23,7 +23,7 @@
 // is still arriving waits for it.
 //
 // A link fails as a whole (every stream closed, or any stream reset or closed in the middle of
-// a frame, a malformed or inconsistent frame,
+// a frame, a malformed or inconsistent frame, a message larger than max_message_bytes,
 // silence past io_timeout while a receive waits, a send that makes no progress for io_timeout):
 // every pending and later operation on it fails with the first error, which names the peer and,
 // on a link of several streams, the stream. Messages that had fully arrived before the failure
@@ -54,6 +54,14 @@ namespace tessel::transport {
 // gains, and a pipeline's small messages stay one write each.
 constexpr size_t kDefaultMinPieceBytes = 256 * 1024;
 
+// The largest message a receiver accepts: a frame whose header announces a bigger payload fails
+// the link before anything is allocated for it. The biggest message the runtime sends is a
+// rank's whole training state to a data-parallel peer (stage/peer_state.h: the rank file, fp32
+// parameters and both AdamW moments, 12 bytes a parameter): ~75 GiB for the largest preset,
+// gpt3-6.7b, held by one stage. 128 GiB leaves that room and still refuses the lengths a broken
+// or hostile peer announces (up to 2^64), which the receiver would otherwise try to allocate.
+constexpr uint64_t kDefaultMaxMessageBytes = uint64_t{128} << 30;
+
 struct TcpPeerOptions {
   uint64_t job_id = 0;
   std::string name;  // describe_peer(), the prefix of every error
@@ -61,6 +69,7 @@ struct TcpPeerOptions {
   size_t burst_bytes = kDefaultBurstBytes;
   std::chrono::milliseconds io_timeout{30000};
   size_t min_piece_bytes = kDefaultMinPieceBytes;
+  uint64_t max_message_bytes = kDefaultMaxMessageBytes;
 };
 
 class TcpPeer {
