@@ -159,5 +159,22 @@ TEST(ContainerProcessStartTest, MissingOrNonExecutableFileIsAStartError) {
   EXPECT_THROW(ContainerProcess(spec, {}), ProcessStartError);
 }
 
+TEST(ContainerProcessStartTest, AMissingNetworkNamespaceIsAStartErrorNamingIt) {
+  ProcessSpec spec;
+  spec.executable = "/bin/true";
+  spec.arguments = {"true"};
+  spec.working_directory = "/";
+  spec.log_path = "/dev/null";
+  spec.network_namespace = "tessel-no-such-netns";
+  try {
+    ContainerProcess process(spec, {});
+    FAIL() << "started";
+  } catch (const ProcessStartError& error) {
+    EXPECT_STREQ(error.what(),
+                 "failed to enter the network namespace tessel-no-such-netns: open "
+                 "/var/run/netns/tessel-no-such-netns: no such file or directory");
+  }
+}
+
 }  // namespace
 }  // namespace tessel::testing

@@ -393,6 +393,106 @@ TEST_F(ProcessKubeletTest, HostPathVolumesAreEachNodesOwnDisk) {
   EXPECT_FALSE(fs::exists("/var/lib/tessel-data/who"));  // never the machine's own path
 }
 
+// A network namespace made for one test (`ip netns add`), with `address` on its loopback
+// device, deleted again at the end; skips the test where namespaces cannot be made.
+class ScratchNetworkNamespace {
+ public:
+  explicit ScratchNetworkNamespace(const std::string& address) {
+    static int made = 0;
+    name_ = "tkubelet" + std::to_string(::getpid()) + "-" + std::to_string(made++);
+    available_ = std::system(("ip netns add " + name_ + " 2>/dev/null").c_str()) == 0;
+    if (!available_) return;
+    const std::string in = "ip -n " + name_ + " ";
+    available_ = std::system((in + "link set lo up").c_str()) == 0 &&
+                 std::system((in + "addr add " + address + "/32 dev lo").c_str()) == 0;
+  }
+  ~ScratchNetworkNamespace() {
+    (void)!std::system(("ip netns del " + name_ + " 2>/dev/null").c_str());
+  }
+  ScratchNetworkNamespace(const ScratchNetworkNamespace&) = delete;
+  ScratchNetworkNamespace& operator=(const ScratchNetworkNamespace&) = delete;
+
+  bool available() const { return available_; }
+  const std::string& name() const { return name_; }
+  // "net:[<inode>]": what /proc/<pid>/ns/net reads for a process inside it.
+  std::string link_text() const {
+    struct stat info {};
+    ::stat(("/var/run/netns/" + name_).c_str(), &info);
+    return "net:[" + std::to_string(info.st_ino) + "]";
+  }
+
+ private:
+  std::string name_;
+  bool available_ = false;
+};
+
+TEST_F(ProcessKubeletTest, ANodeInANetworkNamespaceRunsItsPodsThereWithItsAddress) {
+  const std::string address = "10.251.0.7";
+  ScratchNetworkNamespace netns(address);
+  if (!netns.available())
+    GTEST_SKIP() << "cannot make a network namespace here (root and iproute2's ip are needed)";
+  // node_ lives in the namespace; node_-host shares the host's network, as before.
+  ProcessKubeletOptions kubelet_options = options();
+  kubelet_options.nodes[0].network_namespace = netns.name();
+  try {
+    ProcessKubelet without_address(client_, kubelet_options);
+    ADD_FAILURE() << "a node in a namespace without its address was taken";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()), "process kubelet: node " + node_ + ": network_namespace " +
+                                             netns.name() +
+                                             " needs the node's address in it (address)");
+  }
+  kubelet_options.nodes[0].address = address;
+  ProcessNodeOptions host_node;
+  host_node.name = node_ + "-host";
+  kubelet_options.nodes.push_back(host_node);
+  start(std::move(kubelet_options));
+
+  // Each pod reports its network namespace, its downward-API IP, and whether it can listen on
+  // the node's address (only inside the namespace does that address exist).
+  const std::string script =
+      "readlink /proc/self/ns/net > netns.txt; echo \"$POD_IP $HOST_IP\" > ip.txt; "
+      "if python3 -c 'import socket,sys; socket.socket().bind((sys.argv[1], 0))' " +
+      address + " 2>/dev/null; then echo bound > bind.txt; else echo refused > bind.txt; fi";
+  for (const std::string& node : {node_, node_ + "-host"}) {
+    const std::string name = node == node_ ? "inside" : "outside";
+    json pod = shell_pod(name, script);
+    pod["spec"]["nodeName"] = node;
+    pod["spec"]["containers"][0]["env"] = {
+        {{"name", "POD_IP"},
+         {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "status.podIP"}}}}}},
+        {{"name", "HOST_IP"},
+         {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "status.hostIP"}}}}}}};
+    create(pod);
+  }
+  const json inside = watcher_->wait_for_phase("inside", "Succeeded");
+  const json outside = watcher_->wait_for_phase("outside", "Succeeded");
+
+  EXPECT_EQ(pod_file("inside", "netns.txt"), netns.link_text() + "\n");
+  EXPECT_EQ(pod_file("inside", "ip.txt"), address + " " + address + "\n");
+  EXPECT_EQ(pod_file("inside", "bind.txt"), "bound\n");
+  EXPECT_EQ(inside["status"]["podIP"], address);
+  EXPECT_EQ(inside["status"]["hostIP"], address);
+  EXPECT_EQ(inside["status"]["podIPs"], json::array({{{"ip", address}}}));
+
+  char host_netns[64] = {};
+  ASSERT_GT(::readlink("/proc/self/ns/net", host_netns, sizeof host_netns - 1), 0);
+  EXPECT_EQ(pod_file("outside", "netns.txt"), std::string(host_netns) + "\n");
+  EXPECT_EQ(pod_file("outside", "ip.txt"), "127.0.0.1 127.0.0.1\n");
+  EXPECT_EQ(pod_file("outside", "bind.txt"), "refused\n");
+  EXPECT_EQ(outside["status"]["podIP"], "127.0.0.1");
+
+  // The Nodes' InternalIPs.
+  const auto internal_ip = [&](const std::string& node) {
+    const json object = client_->get(client_->resource_for("v1", "Node"), "", node);
+    for (const json& entry : object["status"]["addresses"])
+      if (entry.value("type", "") == "InternalIP") return entry.value("address", "");
+    return std::string();
+  };
+  EXPECT_EQ(internal_ip(node_), address);
+  EXPECT_EQ(internal_ip(node_ + "-host"), "127.0.0.1");
+}
+
 TEST_F(ProcessKubeletTest, MissingConfigMapHoldsTheContainerUntilItAppears) {
   start(options());
   json pod = shell_pod("waits", "echo \"$VALUE\" > value.txt");
@@ -574,6 +674,24 @@ TEST(ProcessKubeletOptionsTest, BadOptionsAreNamed) {
   ProcessKubeletOptions twice;
   twice.nodes = {node_named("a"), node_named("a")};
   EXPECT_EQ(message_of(twice), "process kubelet: node a is given twice");
+  ProcessKubeletOptions no_netns;
+  no_netns.nodes = {node_named("a")};
+  no_netns.nodes[0].network_namespace = "tessel-no-such-netns";
+  no_netns.nodes[0].address = "10.251.0.9";
+  EXPECT_EQ(message_of(no_netns),
+            "process kubelet: node a: network_namespace \"tessel-no-such-netns\" is not a network "
+            "namespace (no /var/run/netns/tessel-no-such-netns)");
+  ProcessKubeletOptions dot_name;
+  dot_name.nodes = {node_named("a")};
+  dot_name.nodes[0].network_namespace = ".";
+  EXPECT_EQ(message_of(dot_name),
+            "process kubelet: node a: network_namespace \".\" is not a network namespace (no "
+            "/var/run/netns/.)");
+  ProcessKubeletOptions bad_address;
+  bad_address.nodes = {node_named("a")};
+  bad_address.nodes[0].address = "10.251.0";
+  EXPECT_EQ(message_of(bad_address),
+            "process kubelet: node a: address \"10.251.0\" is not an IPv4 address");
   ProcessKubeletOptions devices;
   devices.nodes = {node_named("a", 2, {"0"})};
   EXPECT_EQ(message_of(devices), "process kubelet: node a: 1 gpu_devices for gpus 2");

@@ -1,5 +1,7 @@
 #include "tests/support/process_kubelet.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 
 #include <cstdlib>
@@ -10,6 +12,7 @@
 
 #include "kube/object.h"
 #include "kube/stoppable_sleep.h"
+#include "tests/support/process_kubelet_process.h"
 
 namespace tessel::testing {
 namespace {
@@ -52,6 +55,25 @@ void validate(const ProcessKubeletOptions& options) {
     if (node.gpus < 0) {
       throw std::invalid_argument("process kubelet: node " + node.name + ": gpus " +
                                   std::to_string(node.gpus) + " is negative");
+    }
+    if (!node.network_namespace.empty()) {
+      const std::string path = network_namespace_path(node.network_namespace);
+      if (node.network_namespace.find('/') != std::string::npos || node.network_namespace == "." ||
+          node.network_namespace == ".." || !std::filesystem::exists(path)) {
+        throw std::invalid_argument("process kubelet: node " + node.name +
+                                    ": network_namespace \"" + node.network_namespace +
+                                    "\" is not a network namespace (no " + path + ")");
+      }
+      if (node.address.empty()) {
+        throw std::invalid_argument("process kubelet: node " + node.name + ": network_namespace " +
+                                    node.network_namespace +
+                                    " needs the node's address in it (address)");
+      }
+    }
+    in_addr parsed{};
+    if (!node.address.empty() && ::inet_pton(AF_INET, node.address.c_str(), &parsed) != 1) {
+      throw std::invalid_argument("process kubelet: node " + node.name + ": address \"" +
+                                  node.address + "\" is not an IPv4 address");
     }
     if (!node.gpu_devices.empty() &&
         node.gpu_devices.size() != static_cast<std::size_t>(node.gpus)) {
@@ -122,6 +144,10 @@ std::string ProcessKubelet::pod_directory(const std::string& namespace_,
   return work_dir_ + "/" + namespace_ + "_" + name;
 }
 
+const std::string& ProcessKubelet::address_of(const Node& node) const {
+  return node.options.address.empty() ? options_.address : node.options.address;
+}
+
 std::string ProcessKubelet::node_root(const std::string& name) const {
   return (options_.node_roots_dir.empty() ? work_dir_ + "/nodes" : options_.node_roots_dir) + "/" +
          name;
@@ -136,7 +162,7 @@ ProcessKubelet::Node& ProcessKubelet::node_named(const std::string& name) {
 
 void ProcessKubelet::register_nodes() {
   for (const auto& node : nodes_) {
-    register_node(*client_, node->options, options_.address, options_.lease_duration);
+    register_node(*client_, node->options, address_of(*node), options_.lease_duration);
     logger_->info("node registered", {{"node", node->options.name}});
   }
 }
@@ -176,7 +202,8 @@ void ProcessKubelet::start() {
 PodWorkerSettings ProcessKubelet::worker_settings(const Node& node) const {
   PodWorkerSettings settings;
   settings.client = client_.get();
-  settings.address = options_.address;
+  settings.address = address_of(node);
+  settings.network_namespace = node.options.network_namespace;
   settings.node_root = node_root(node.options.name);
   settings.image_entrypoints = options_.image_entrypoints;
   settings.base_environment = base_environment_;

@@ -13,10 +13,15 @@
 //
 // Nodes (process_kubelet_node.h): registered with capacity and allocatable (cpu, memory, pods,
 // nvidia.com/gpu), the kubelet's labels plus the given ones, the given annotations, conditions
-// (Ready=True, KubeletReady) and addresses (InternalIP = options.address); the heartbeat is the
+// (Ready=True, KubeletReady) and addresses (InternalIP = the node's address, else
+// options.address); the heartbeat is the
 // node's Lease in kube-node-lease, renewed every lease_renew_interval. Playing the node
 // lifecycle controller as well, the kubelet removes the not-ready / unreachable taints at
 // registration.
+//
+// Network: a node given a network namespace runs its pods' containers inside it (they enter it
+// before exec), so they reach what its routes reach (e.g. the WAN emulator's other namespaces)
+// and listen on its address, which is their podIP and hostIP.
 //
 // Pods: an informer per node watches the pods with fieldSelector spec.nodeName=<node>; each pod
 // gets a PodWorker (process_kubelet_pod_worker.h: containers, restarts, status, graceful
@@ -76,8 +81,9 @@ struct ProcessKubeletOptions {
   // Each node's own file system, for hostPath volumes: node N's root is <node_roots_dir>/<N>,
   // created on demand. Empty: <work dir>/nodes.
   std::string node_roots_dir;
-  // The InternalIP of every node, and the IP of every pod (the processes share the host's
-  // network, as pods with hostNetwork do).
+  // The InternalIP of every node without an address of its own, and the IP of its pods (the
+  // processes share the host's network, as pods with hostNetwork do). A node in a network
+  // namespace of its own has its own address (ProcessNodeOptions::network_namespace).
   std::string address = "127.0.0.1";
   // Entrypoints of images, for containers without a command: "tessel/stage" (any tag) or
   // "tessel/stage:0.1.0" (that tag only) to an executable path.
@@ -99,7 +105,8 @@ struct ProcessKubeletOptions {
 class ProcessKubelet {
  public:
   // Throws std::invalid_argument for no node, a node without a name, two nodes of one name,
-  // a negative GPU count, gpu_devices of another length than gpus, or intervals that are not
+  // a negative GPU count, gpu_devices of another length than gpus, a network namespace that
+  // does not exist or has no address, an address that is not IPv4, or intervals that are not
   // positive.
   ProcessKubelet(std::shared_ptr<kube::Client> client, ProcessKubeletOptions options);
   // stop().
@@ -148,6 +155,8 @@ class ProcessKubelet {
   bool halt(Node& node, bool failed);
   void renew_leases(std::stop_token stop);
   PodWorkerSettings worker_settings(const Node& node) const;
+  // The node's InternalIP and its pods' IP.
+  const std::string& address_of(const Node& node) const;
 
   const std::shared_ptr<kube::Client> client_;
   const ProcessKubeletOptions options_;

@@ -26,6 +26,12 @@ struct ProcessNodeOptions {
   // forms), which the kubelet sets; e.g. nvidia.com/gpu.product=NVIDIA-H200.
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
+  // The node's own network: a network namespace (its name under /var/run/netns, as `ip netns
+  // add` makes it) that every container of the node's pods runs in, and the node's address in
+  // it, which is its InternalIP and its pods' IP. Empty namespace: the host's network, as
+  // today; empty address: ProcessKubeletOptions::address. A namespace needs its address.
+  std::string network_namespace;
+  std::string address;
 };
 
 // The Node the kubelet POSTs: apiVersion, kind, metadata (name, labels, annotations).

@@ -240,7 +240,8 @@ void PodWorker::start_container(Container& container) {
   };
   std::string start_error;
   try {
-    const ProcessSpec spec = prepare_container(container.spec, context);
+    ProcessSpec spec = prepare_container(container.spec, context);
+    spec.network_namespace = settings_.network_namespace;
     container.process = std::make_unique<ContainerProcess>(spec, [this] { notify(); });
   } catch (const ProcessStartError& error) {
     start_error = error.what();

@@ -43,6 +43,7 @@ namespace tessel::testing {
 struct PodWorkerSettings {
   kube::Client* client = nullptr;  // outlives the worker
   std::string address;             // the node's InternalIP: status.hostIP and status.podIP
+  std::string network_namespace;   // the node's; empty: the host's network (ProcessSpec)
   std::string node_root;           // the node's file system: where its hostPath volumes lie
   std::map<std::string, std::string> image_entrypoints;
   std::vector<std::pair<std::string, std::string>> base_environment;

@@ -1,6 +1,7 @@
 #include "tests/support/process_kubelet_process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -66,7 +67,40 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   return pointers;
 }
 
+// posix_spawn(), run on a thread of its own that entered the network namespace `netns` first
+// when it is not empty: the child starts in the namespaces of the thread that spawns it, and
+// the kubelet's own threads stay where they are.
+int spawn_in(const std::string& netns, pid_t* pid, const char* path,
+             const posix_spawn_file_actions_t* actions, const posix_spawnattr_t* attributes,
+             char* const argv[], char* const envp[]) {
+  if (netns.empty()) return ::posix_spawn(pid, path, actions, attributes, argv, envp);
+  const std::string netns_path = network_namespace_path(netns);
+  const int fd = ::open(netns_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw ProcessStartError("failed to enter the network namespace " + netns + ": open " +
+                            netns_path + ": " + error_text(errno));
+  }
+  int setns_error = 0;
+  int result = 0;
+  std::thread spawner([&] {
+    if (::setns(fd, CLONE_NEWNET) != 0) {
+      setns_error = errno;
+      return;
+    }
+    result = ::posix_spawn(pid, path, actions, attributes, argv, envp);
+  });
+  spawner.join();
+  ::close(fd);
+  if (setns_error != 0) {
+    throw ProcessStartError("failed to enter the network namespace " + netns + ": setns " +
+                            netns_path + ": " + error_text(setns_error));
+  }
+  return result;
+}
+
 }  // namespace
+
+std::string network_namespace_path(const std::string& name) { return "/var/run/netns/" + name; }
 
 std::string find_executable(const std::string& command, const std::string& path_variable) {
   if (command.empty()) throw ProcessStartError("exec: no command specified");
@@ -119,8 +153,14 @@ ContainerProcess::ContainerProcess(const ProcessSpec& spec, std::function<void()
   std::vector<std::string> environment = spec.environment;
   std::vector<char*> argv = c_strings(arguments);
   std::vector<char*> envp = c_strings(environment);
-  const int result = ::posix_spawn(&pid_, spec.executable.c_str(), setup.actions(),
-                                   setup.attributes(), argv.data(), envp.data());
+  int result = 0;
+  try {
+    result = spawn_in(spec.network_namespace, &pid_, spec.executable.c_str(), setup.actions(),
+                      setup.attributes(), argv.data(), envp.data());
+  } catch (...) {
+    ::close(log_fd);
+    throw;
+  }
   ::close(log_fd);
   if (result != 0) {
     throw ProcessStartError("exec: \"" + spec.executable + "\": " + error_text(result));

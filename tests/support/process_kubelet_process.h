@@ -1,8 +1,10 @@
 // One container of the process kubelet as a local process: started with posix_spawn in a
-// process group of its own, stdin from /dev/null, stdout and stderr appended to a log file,
-// default signal handling, and no file descriptor of the kubelet inherited. A thread of its own
-// waits for it. When the main process ends, whatever is left of its group is killed, as a
-// container runtime tears down a container whose init process exited.
+// process group of its own (from a thread that entered the node's network namespace first,
+// when it has one: the child starts in the namespace of the thread that spawns it), stdin from
+// /dev/null, stdout and stderr appended to a log file, default signal handling, and no file
+// descriptor of the kubelet inherited. A thread of its own waits for it. When the main process
+// ends, whatever is left of its group is killed, as a container runtime tears down a container
+// whose init process exited.
 #pragma once
 
 #include <sys/types.h>
@@ -24,7 +26,13 @@ struct ProcessSpec {
   std::vector<std::string> environment;  // "NAME=value": the whole environment
   std::string working_directory;
   std::string log_path;  // stdout and stderr, appended
+  // A network namespace (its name under /var/run/netns) the process runs in; empty: the
+  // kubelet's own.
+  std::string network_namespace;
 };
+
+// "/var/run/netns/<name>": where `ip netns add` keeps a network namespace.
+std::string network_namespace_path(const std::string& name);
 
 // The process could not be started. what() reads like a container runtime's message:
 // `exec: "train": executable file not found in $PATH`.
