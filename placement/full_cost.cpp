@@ -6,8 +6,10 @@
 #include <unordered_map>
 
 #include "placement/bottleneck_matching.h"
+#include "placement/island_sync.h"
 #include "placement/iteration_model.h"
 #include "placement/layer_split.h"
+#include "placement/outer_sync_cost.h"
 #include "placement/ring_allreduce.h"
 #include "placement/schedule.h"
 
@@ -23,6 +25,7 @@ struct FullCostScratch : CostScratch {
   bool feasible = true;
   double overflow_bytes = 0;
   double data_parallel_s = 0;
+  std::vector<std::vector<std::vector<int>>> islands;  // per stage (low-communication mode)
 };
 
 }  // namespace
@@ -88,6 +91,14 @@ double FullCostModel::tie_s(int a, int b) const {
   return 2 * lat_s + workload_.table_gradient_bytes() / bytes_per_s;
 }
 
+// Low-communication mode: the per-step sum of an island's replicas spans their pipelines too,
+// so it waits for the slowest hop's latency as well as the islands' own.
+void FullCostModel::step_sum_over_hops(PipelineTiming& timing) const {
+  if (!workload_.data_parallel.low_communication()) return;
+  for (const HopTiming& hop : timing.hops)
+    timing.world_sync_s = std::max(timing.world_sync_s, hop.latency_s);
+}
+
 std::unique_ptr<CostScratch> FullCostModel::make_scratch() const {
   return std::make_unique<FullCostScratch>();
 }
@@ -112,7 +123,25 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
 
   PipelineTiming& t = s.timing;
   t.overlap = options_.overlap;
-  t.world_sync_s = world_sync_s_;
+  const DataParallelMode& mode = workload_.data_parallel;
+  // The per-step sum of loss and norm: over every rank, or (low-communication) inside the
+  // islands' replicas, whose pipelines' hops add their latency (step_sum_over_hops).
+  t.world_sync_s = mode.low_communication() ? 0.0 : world_sync_s_;
+  s.islands.resize(p);
+  auto ring_of = [&](const std::vector<int>& group) -> const RingPlan& {
+    const uint64_t key = keys_.of(group);
+    auto it = s.rings.find(key);
+    if (it == s.rings.end())
+      it =
+          s.rings.emplace(key, plan_ring(topology_, group, workload_.paper_c_dp_gb(p) * 1e9)).first;
+    return it->second;
+  };
+  auto island_allreduce_s = [&](const std::vector<std::vector<int>>& islands, double bytes) {
+    double slowest = 0;
+    for (const auto& island : islands)
+      slowest = std::max(slowest, ring_allreduce_s(ring_of(island), bytes));
+    return slowest;
+  };
   t.stages.resize(p);
   t.optimizer_s = 0;
   double data_parallel = 0;
@@ -124,21 +153,32 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
     t.stages[st].forward_s = fwd / s.capacity[st].flops_per_s;
     t.stages[st].backward_s = t.stages[st].forward_s * workload_.backward_flops_factor();
 
-    const uint64_t key = keys_.of(*members[st]);
-    auto it = s.rings.find(key);
-    if (it == s.rings.end())
-      it =
-          s.rings.emplace(key, plan_ring(topology_, *members[st], workload_.paper_c_dp_gb(p) * 1e9))
-              .first;
+    const RingPlan& ring = ring_of(*members[st]);
     const double grad = workload_.gradient_bytes(layers, first, last);
-    t.stages[st].allreduce_s = ring_allreduce_s(it->second, grad);
+    const int64_t params = workload_.stage_parameters(layers, first, last);
     t.stages[st].table_allreduce_s = 0;
+    t.stages[st].delta_exchange_s = 0;
+    if (mode.low_communication()) {
+      // Every step inside each island; every H steps the delta exchange between them.
+      s.islands[st] = site_islands(topology_, *members[st]);
+      t.stages[st].allreduce_s = island_allreduce_s(s.islands[st], grad);
+      t.stages[st].delta_exchange_s =
+          delta_exchange_s(topology_, s.islands[st], delta_encoding_bytes(params, mode.delta_bits));
+      t.world_sync_s = std::max(t.world_sync_s, island_latency_s(topology_, s.islands[st]));
+    } else {
+      t.stages[st].allreduce_s = ring_allreduce_s(ring, grad);
+    }
     data_parallel = std::max(data_parallel, t.stages[st].allreduce_s);
     // The optimizer step is memory-bound: AdamW reads and writes ~36 bytes per parameter.
-    const double params = double(workload_.stage_parameters(layers, first, last));
-    t.optimizer_s = std::max(t.optimizer_s, 36.0 * params / (options_.hbm_gbytes_per_s * 1e9));
-    if (detail) detail->rings.push_back(it->second.order);
+    t.optimizer_s =
+        std::max(t.optimizer_s, 36.0 * double(params) / (options_.hbm_gbytes_per_s * 1e9));
+    if (detail) detail->rings.push_back(ring.order);
   }
+  // The outer sync: the stop vote goes round every rank (the longest latency); decoding the
+  // deltas and the outer step touch a few arrays per parameter, priced like the optimizer step.
+  t.outer_sync = OuterSyncTiming{};
+  if (mode.low_communication())
+    t.outer_sync = OuterSyncTiming{mode.sync_every, mode.delayed, world_sync_s_, t.optimizer_s};
   // The tied table (p > 1): each replica's first and last stage sum their copies (pairs
   // matched for the fastest slowest pair), then each of the two stage groups all-reduces it.
   t.embedding_allreduce_s = 0;
@@ -152,14 +192,21 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
         s.tie[static_cast<size_t>(r) * d + c] = tie_s(firsts[r], lasts[c]);
     t.embedding_allreduce_s = bottleneck_matching_value(s.tie.data(), d, s.matching);
     const double table = workload_.table_gradient_bytes();
-    t.stages[0].table_allreduce_s = ring_allreduce_s(s.rings.at(keys_.of(firsts)), table);
-    t.stages[p - 1].table_allreduce_s = ring_allreduce_s(s.rings.at(keys_.of(lasts)), table);
+    if (mode.low_communication()) {
+      t.stages[0].table_allreduce_s = island_allreduce_s(s.islands[0], table);
+      t.stages[p - 1].table_allreduce_s = island_allreduce_s(s.islands[p - 1], table);
+    } else {
+      t.stages[0].table_allreduce_s = ring_allreduce_s(s.rings.at(keys_.of(firsts)), table);
+      t.stages[p - 1].table_allreduce_s = ring_allreduce_s(s.rings.at(keys_.of(lasts)), table);
+    }
     data_parallel = std::max({data_parallel, t.embedding_allreduce_s,
                               t.stages[0].allreduce_s + t.stages[0].table_allreduce_s,
                               t.stages[p - 1].allreduce_s + t.stages[p - 1].table_allreduce_s});
   }
   s.feasible = split.feasible;
   s.overflow_bytes = split.overflow_bytes;
+  if (mode.low_communication())
+    data_parallel = std::max(t.embedding_allreduce_s, data_parallel_comm_per_step_s(t));
   s.data_parallel_s = data_parallel;
   if (detail) detail->split = std::move(split);
   if (s.rings.size() > (size_t{1} << 18)) s.rings.clear();
@@ -200,6 +247,7 @@ double FullCostModel::iteration(const Groups& groups, const std::vector<int>& or
   s.timing.hops.resize(hop_count());
   for (int hp = 0; hp < hop_count(); ++hp)
     s.timing.hops[hp] = hop_timing(order[hp], order[(hp + 1) % p]);
+  step_sum_over_hops(s.timing);
 
   const CostBreakdown c = finish(s);
   if (detail) detail->cost = c;
@@ -241,6 +289,7 @@ PipelineTiming FullCostModel::pipeline_timing(const std::vector<std::vector<int>
       }
     }
   }
+  step_sum_over_hops(s.timing);
   // The tied table's pairs are the replicas' own first and last stages.
   if (p > 1) {
     s.timing.embedding_allreduce_s = 0;

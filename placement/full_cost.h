@@ -17,6 +17,10 @@
 //     matching), then all-reduced over each of the two stage groups; before the optimizer
 //     step one round among all devices (the loss and gradient norm): the longest latency;
 //  4. the iteration time from the closed-form schedule model (iteration_model.h).
+// In the low-communication mode (workload.data_parallel) step 3's all-reduces run inside each
+// site's island only, the per-step sum of loss and norm too, and every H steps each stage
+// exchanges its encoded delta between the islands (island_sync.h), amortised over H
+// (outer_sync_cost.h).
 // A placement whose stages cannot fit in memory costs 1e6 s plus its overflow in GiB, so the
 // search still moves towards feasibility.
 #pragma once
@@ -71,6 +75,7 @@ class FullCostModel final : public CostModel {
   void fill_stages(const std::vector<const std::vector<int>*>& members, CostScratch& scratch,
                    Detail* detail) const;
   CostBreakdown finish(CostScratch& scratch) const;
+  void step_sum_over_hops(PipelineTiming& timing) const;
   // The tied table's sum between devices a and b (first and last stage of one replica).
   double tie_s(int a, int b) const;
   double best_order(const Groups& groups, CostScratch& scratch, std::vector<int>* best) const;

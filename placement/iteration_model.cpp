@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "placement/outer_sync_cost.h"
 #include "placement/schedule.h"
 #include "placement/simulator.h"
 
@@ -393,7 +394,7 @@ double predict_iteration_s(const ScheduleSpec& spec, const PipelineTiming& timin
   const LastBackward last = spec.kind == ScheduleKind::GPipe
                                 ? gpipe_last_backward(vp, spec.micro_batches)
                                 : one_f_one_b_last_backward(vp);
-  return with_gradient_sync(timing, last);
+  return amortised_iteration_s(timing, with_gradient_sync(timing, last));
 }
 
 }  // namespace tessel::placement

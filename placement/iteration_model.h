@@ -15,7 +15,9 @@
 
 namespace tessel::placement {
 
-// Throws std::invalid_argument for an invalid spec or a timing that does not fit it.
+// In the low-communication mode (timing.outer_sync) the outer sync amortised over its H steps
+// (outer_sync_cost.h). Throws std::invalid_argument for an invalid spec or a timing that does
+// not fit it.
 double predict_iteration_s(const ScheduleSpec& spec, const PipelineTiming& timing);
 
 }  // namespace tessel::placement

@@ -31,6 +31,9 @@ struct StageTiming {
   // First and last stage (p > 1): the tied token table's data-parallel all-reduce, which runs
   // after the table's copies were summed (embedding_allreduce_s) and after allreduce_s.
   double table_allreduce_s = 0;
+  // Low-communication mode only: the stage's delta exchange of one outer sync (every
+  // outer_sync.sync_every steps; allreduce_s is then its island's per-step all-reduce).
+  double delta_exchange_s = 0;
 };
 
 // One message (activations forward or their gradients backward; both have the same size)
@@ -39,6 +42,17 @@ struct StageTiming {
 struct HopTiming {
   double latency_s = 0;
   double transfer_s = 0;
+};
+
+// The low-communication mode's outer sync (data_parallel_mode.h), every sync_every steps: each
+// stage's delta exchange (StageTiming::delta_exchange_s) and the stop vote over every rank run
+// during the next inner step when delayed (the job stalls by what exceeds that step), else they
+// are waited at once; then the outer step is applied. outer_sync_cost.h amortises it over H.
+struct OuterSyncTiming {
+  int sync_every = 0;  // H; 0: synchronous data parallelism, nothing of this applies
+  bool delayed = true;
+  double vote_s = 0;        // the stop vote's all-reduce of one float over every rank
+  double outer_step_s = 0;  // decoding the deltas and the outer step (memory-bound)
 };
 
 struct PipelineTiming {
@@ -61,6 +75,7 @@ struct PipelineTiming {
   // false: every communication blocks the compute of its stage.
   bool overlap = true;
   int allreduce_buckets = 4;
+  OuterSyncTiming outer_sync;
 };
 
 // Whether the tied table is summed at all: more than one stage and some cost to it. (Timings

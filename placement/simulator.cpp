@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "placement/outer_sync_cost.h"
 #include "placement/schedule.h"
 #include "placement/schedule_walk.h"
 
@@ -50,7 +51,7 @@ void validate_pipeline_timing(const ScheduleSpec& spec, const PipelineTiming& ti
   for (size_t j = 0; j < timing.stages.size(); ++j) {
     const StageTiming& stage = timing.stages[j];
     if (stage.forward_s < 0 || stage.backward_s < 0 || stage.allreduce_s < 0 ||
-        stage.table_allreduce_s < 0) {
+        stage.table_allreduce_s < 0 || stage.delta_exchange_s < 0) {
       fail("stages[" + std::to_string(j) + "] has a negative time");
     }
   }
@@ -63,6 +64,9 @@ void validate_pipeline_timing(const ScheduleSpec& spec, const PipelineTiming& ti
   if (timing.embedding_allreduce_s < 0) fail("embedding_allreduce_s is negative");
   if (timing.world_sync_s < 0) fail("world_sync_s is negative");
   if (timing.allreduce_buckets < 1) fail("allreduce_buckets must be at least 1");
+  const OuterSyncTiming& outer = timing.outer_sync;
+  if (outer.sync_every < 0) fail("outer_sync.sync_every is negative");
+  if (outer.vote_s < 0 || outer.outer_step_s < 0) fail("outer_sync has a negative time");
 }
 
 namespace {
@@ -110,7 +114,17 @@ class Simulation : public InstructionHandler {
                              std::to_string(outcome.stuck.front().rank));
     }
     for (const RankState& state : ranks_) {
-      result_.iteration_s = std::max(result_.iteration_s, state.clock_s);
+      result_.step_s = std::max(result_.step_s, state.clock_s);
+    }
+    result_.iteration_s = result_.step_s;
+    if (timing_.outer_sync.sync_every > 0) {
+      for (size_t rank = 0; rank < ranks_.size(); ++rank) {
+        record(static_cast<int>(rank), Stream::OptimizerComm,
+               "outer sync (every " + std::to_string(timing_.outer_sync.sync_every) + " steps)",
+               ranks_[rank].clock_s, timing_.stages[rank].delta_exchange_s);
+      }
+      result_.outer_stall_s = outer_sync_stall_s(timing_, result_.step_s);
+      result_.iteration_s = amortised_iteration_s(timing_, result_.step_s);
     }
     double busy = 0;
     for (double rank_busy : result_.compute_busy_s) busy += rank_busy;

@@ -33,7 +33,11 @@ struct TimedEvent {
 };
 
 struct SimulationResult {
-  double iteration_s = 0;              // latest end of an OptimizerStep; every rank starts at 0
+  // Synchronous: the latest end of an OptimizerStep (every rank starts at 0). Low-communication
+  // mode: step_s + outer_sync_stall_s / H, the mean over a cycle of H steps.
+  double iteration_s = 0;
+  double step_s = 0;         // one inner step: the latest end of an OptimizerStep
+  double outer_stall_s = 0;  // low-communication mode: what one outer sync adds (0 otherwise)
   std::vector<double> compute_busy_s;  // per rank: time spent in Forward and Backward
   std::vector<double> network_wait_s;  // per rank: compute idle because of communication
   double bubble_fraction = 0;          // 1 - mean(compute_busy_s) / iteration_s
@@ -60,7 +64,11 @@ void validate_pipeline_timing(const ScheduleSpec& spec, const PipelineTiming& ti
 // Backward; likewise); then each of the two ranks all-reduces the table (table_allreduce_s)
 // on its data-parallel link after its other buckets.
 // OptimizerStep (optimizer_s) follows the all-reduces once every rank has reached it and the
-// world's sum (world_sync_s) is done. Throws std::invalid_argument on bad input.
+// world's sum (world_sync_s) is done.
+// Low-communication mode (timing.outer_sync.sync_every > 0): the iteration simulated is one inner
+// step; each rank's delta exchange of a sync step is recorded on its OptimizerComm stream from
+// the end of its step ("outer sync", overlapping the next step when delayed), and the stall it
+// causes is amortised over H (outer_sync_cost.h). Throws std::invalid_argument on bad input.
 SimulationResult simulate_iteration(const ScheduleSpec& spec, const PipelineTiming& timing);
 
 }  // namespace tessel::placement

@@ -53,6 +53,7 @@ void Workload::validate(const std::string& source) const {
        "must be >= micro_batch (" + std::to_string(micro_batch) + "), got " +
            std::to_string(global_batch));
   in_range(global_batch, "global_batch", 1, kMaxGlobalBatch);
+  data_parallel.validate(source);
 }
 
 // Per layer of a GPT-2/3 block with biases, h = hidden, f = ffn:

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "placement/data_parallel_mode.h"
+
 namespace tessel::placement {
 
 class WorkloadError : public std::runtime_error {
@@ -32,6 +34,7 @@ struct Workload {
   int global_batch = 0;  // sequences per iteration, all replicas together
   Precision precision = Precision::FP16;
   bool recompute_activations = true;  // full activation recomputation per layer
+  DataParallelMode data_parallel;     // YAML: data_parallel (synchronous unless given)
 
   int ffn() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   int activation_bytes_per_element() const { return precision == Precision::FP32 ? 4 : 2; }

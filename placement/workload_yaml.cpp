@@ -101,7 +101,7 @@ Workload parse_workload_yaml(const std::string& text, const std::string& source)
                         std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
   const Reader r{source};
-  r.known_keys(root, "", {"format_version", "preset", "model", "training"});
+  r.known_keys(root, "", {"format_version", "preset", "model", "training", "data_parallel"});
   if (root["format_version"]) {
     int version = 0;
     r.read(root, "", "format_version", version);
@@ -146,6 +146,22 @@ Workload parse_workload_yaml(const std::string& text, const std::string& source)
     r.read(t, "training", "micro_batch", w.micro_batch);
     r.read(t, "training", "global_batch", w.global_batch);
   }
+  if (const YAML::Node d = root["data_parallel"]) {
+    r.known_keys(d, "data_parallel", {"mode", "sync_every", "delta_bits", "delayed"});
+    if (!d["mode"]) r.fail("data_parallel.mode", "missing (synchronous or low-communication)");
+    std::string mode;
+    r.read(d, "data_parallel", "mode", mode);
+    try {
+      w.data_parallel.kind = parse_data_parallel_kind(mode);
+    } catch (const WorkloadError& e) {
+      r.fail("data_parallel.mode", e.what());
+    }
+    if (!w.data_parallel.low_communication() && d.size() > 1)
+      r.fail("data_parallel", "sync_every, delta_bits and delayed apply to low-communication only");
+    r.read(d, "data_parallel", "sync_every", w.data_parallel.sync_every);
+    r.read(d, "data_parallel", "delta_bits", w.data_parallel.delta_bits);
+    r.read(d, "data_parallel", "delayed", w.data_parallel.delayed);
+  }
   w.validate(source);
   return w;
 }
@@ -174,6 +190,13 @@ std::string workload_to_yaml(const Workload& w) {
     << "training:\n"
     << "  micro_batch: " << w.micro_batch << "\n"
     << "  global_batch: " << w.global_batch << "\n";
+  if (w.data_parallel.low_communication()) {
+    o << "data_parallel:\n"
+      << "  mode: " << to_string(w.data_parallel.kind) << "\n"
+      << "  sync_every: " << w.data_parallel.sync_every << "\n"
+      << "  delta_bits: " << w.data_parallel.delta_bits << "\n"
+      << "  delayed: " << (w.data_parallel.delayed ? "true" : "false") << "\n";
+  }
   return o.str();
 }
 

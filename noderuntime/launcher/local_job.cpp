@@ -177,6 +177,9 @@ void parse_data_parallel(const YamlFields& root, LocalJob& job) {
   l.delayed = d.boolean("delayed", l.delayed);
   l.stagger = d.boolean("stagger", l.stagger);
   l.final_step = job.training.steps;
+  // What the cost model and the simulator price (placement/data_parallel_mode.h).
+  job.workload.data_parallel = {placement::DataParallelKind::LowCommunication, l.sync_every,
+                                l.delta_bits, l.delayed};
   if (root.has("checkpoint")) {
     root.fail("checkpoint",
               "the low-communication mode's outer state is not checkpointed yet: "
