@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/plan_comparison.h"
 #include "cli/plan_options.h"
 #include "cli/search_run.h"
 #include "placement/atomic_file.h"
@@ -34,6 +35,9 @@ struct PlanCommand {
       text = placement_to_yaml(placement);
     else
       text = placement_to_table(placement, in.topology);
+    // The mode against synchronous data parallelism, each with its own layout (table only).
+    if (format == "table" && !result.interrupted && in.workload.data_parallel.low_communication())
+      text += data_parallel_comparison(options, in, placement, "tessel plan");
     if (output.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);

@@ -38,6 +38,19 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
       ->check(count_in(2, kMaxChunks));
   cmd.add_flag("--no-overlap", no_overlap,
                "Model communication as blocking compute (default: overlapped on its own streams)");
+  cmd.add_option("--data-parallel", data_parallel,
+                 "synchronous or low-communication (default: the model file's data_parallel, "
+                 "else synchronous)")
+      ->check(CLI::IsMember({"synchronous", "low-communication"}));
+  cmd.add_option("--sync-every", sync_every,
+                 "Low-communication: H, inner steps between outer syncs (default 50)")
+      ->check(count_in(1, kMaxSyncEvery, "the runtime's limit"));
+  cmd.add_option("--delta-bits", delta_bits,
+                 "Low-communication: bits per element of the exchanged delta: 32, 8 (default), 4")
+      ->check(CLI::IsMember({32, 8, 4}));
+  cmd.add_flag("--blocking-sync", blocking_sync,
+               "Low-communication: the outer sync is waited at its step (default: it overlaps "
+               "the next inner step)");
   if (!with_search) return;
   cmd.add_option("--strategy", strategy, "evolutionary, random, ordered, kl or exhaustive")
       ->check(CLI::IsMember({"evolutionary", "random", "ordered", "kl", "exhaustive"}));
@@ -57,6 +70,28 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
                "Evolutionary: start from random partitions only, as the paper's GA");
 }
 
+namespace {
+
+// The flags over the model file's data_parallel section. The mode's settings without the mode
+// are refused, naming the flag.
+void apply_data_parallel_flags(const PlanOptions& o, DataParallelMode& mode) {
+  if (o.data_parallel) mode.kind = parse_data_parallel_kind(*o.data_parallel);
+  const char* flag = o.sync_every      ? "--sync-every"
+                     : o.delta_bits    ? "--delta-bits"
+                     : o.blocking_sync ? "--blocking-sync"
+                                       : nullptr;
+  if (flag && !mode.low_communication())
+    throw std::invalid_argument(std::string(flag) +
+                                " applies to the low-communication mode only: add "
+                                "--data-parallel low-communication");
+  if (o.sync_every) mode.sync_every = *o.sync_every;
+  if (o.delta_bits) mode.delta_bits = *o.delta_bits;
+  if (o.blocking_sync) mode.delayed = false;
+  mode.validate("--data-parallel");
+}
+
+}  // namespace
+
 PlanInputs load_plan_inputs(const PlanOptions& o) {
   PlanInputs in;
   in.topology = load_topology_file(o.topology_file);
@@ -69,6 +104,7 @@ PlanInputs load_plan_inputs(const PlanOptions& o) {
         (devices ? " = " + std::to_string(*devices) : std::string(" overflows")) +
         " devices: each must be >= 1 and the product at most " + std::to_string(kMaxDevices));
   in.shape = {o.stages, o.replicas};
+  apply_data_parallel_flags(o, in.workload.data_parallel);
   if (in.topology.size() != *devices)
     throw std::invalid_argument(o.topology_file + " has " + std::to_string(in.topology.size()) +
                                 " devices, but --stages " + std::to_string(o.stages) +
@@ -92,6 +128,10 @@ PlanInputs load_plan_inputs(const PlanOptions& o) {
     params.c_dp_gb = o.c_dp_gb.value_or(in.workload.paper_c_dp_gb(o.stages));
     params.c_pp_gb = o.c_pp_gb.value_or(in.workload.paper_c_pp_gb(o.replicas));
     in.paper = std::make_unique<PaperCostModel>(in.topology, in.shape, params);
+    if (in.workload.data_parallel.low_communication())
+      throw std::invalid_argument(
+          "--cost-model paper: the paper's objective has no sync period; the low-communication "
+          "mode needs --cost-model full");
   } else if (o.c_dp_gb || o.c_pp_gb) {
     throw std::invalid_argument("--c-dp-gb and --c-pp-gb apply to --cost-model paper only");
   }

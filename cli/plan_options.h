@@ -36,6 +36,11 @@ struct PlanOptions {
   int threads = 0;
   long swap_trials = 0;
   bool no_seeds = false;
+  // The data-parallel mode (placement/data_parallel_mode.h); unset: the workload's.
+  std::optional<std::string> data_parallel;
+  std::optional<int> sync_every;
+  std::optional<int> delta_bits;
+  bool blocking_sync = false;
 
   void add_to(CLI::App& cmd, bool with_search);
 };

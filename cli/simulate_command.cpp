@@ -11,6 +11,7 @@
 #include "placement/atomic_file.h"
 #include "placement/chrome_trace.h"
 #include "placement/iteration_model.h"
+#include "placement/outer_sync_cost.h"
 #include "placement/placement.h"
 #include "placement/simulator.h"
 #include "placement/timeline_svg.h"
@@ -49,11 +50,17 @@ struct SimulateCommand {
     std::printf("schedule %s, %d stages x %d replicas, %d micro-batches per replica%s\n",
                 to_string(spec.kind), spec.stages, in.shape.replicas, spec.micro_batches,
                 timing.overlap ? ", communication overlapped" : ", communication blocking");
-    std::printf("\nstage  layers  forward/mb  backward/mb  all-reduce  busy      net wait\n");
-    for (int s = 0; s < spec.stages; ++s)
-      std::printf("%5d  %6d  %8.2f ms  %9.2f ms  %8.3f s  %7.3f s  %7.3f s\n", s, split[s],
+    const OuterSyncTiming& outer = timing.outer_sync;
+    const bool low_communication = outer.sync_every > 0;
+    std::printf("\nstage  layers  forward/mb  backward/mb  all-reduce  busy      net wait%s\n",
+                low_communication ? "  delta exchange" : "");
+    for (int s = 0; s < spec.stages; ++s) {
+      std::printf("%5d  %6d  %8.2f ms  %9.2f ms  %8.3f s  %7.3f s  %7.3f s", s, split[s],
                   timing.stages[s].forward_s * 1e3, timing.stages[s].backward_s * 1e3,
                   timing.stages[s].allreduce_s, sim.compute_busy_s[s], sim.network_wait_s[s]);
+      if (low_communication) std::printf("  %12.3f s", timing.stages[s].delta_exchange_s);
+      std::printf("\n");
+    }
     if (spec.stages > 1) {
       std::printf(
           "\ntied token table: first and last stage sum it in %.3f s, then all-reduce "
@@ -70,6 +77,18 @@ struct SimulateCommand {
     std::printf("\niteration: simulated %.4f s, closed form %.4f s (%+.2f%%), bubble %.1f%%\n",
                 sim.iteration_s, predicted, 100.0 * (predicted - sim.iteration_s) / sim.iteration_s,
                 100.0 * sim.bubble_fraction);
+    if (low_communication) {
+      const DataParallelMode& mode = in.workload.data_parallel;
+      std::printf(
+          "low-communication data parallelism: all-reduces inside each site every step; every "
+          "%d steps each stage exchanges its %d-bit delta between sites (%s), vote %.3f s, "
+          "outer step %.4f s: %.4f s of stall per sync; inner step simulated %.4f s, iteration "
+          "amortised over the %d steps %.4f s (data-parallel communication %.4f s per step)\n",
+          mode.sync_every, mode.delta_bits,
+          mode.delayed ? "overlapping the next inner step" : "waited", outer.vote_s,
+          outer.outer_step_s, sim.outer_stall_s, sim.step_s, mode.sync_every, sim.iteration_s,
+          data_parallel_comm_per_step_s(timing));
+    }
     if (!trace_file.empty()) {
       write_chrome_trace(sim, trace_file);
       std::printf("timeline: %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
