@@ -91,7 +91,9 @@ GangState observe_gang(const std::vector<TaskletPlace>& tasklets, const std::str
       state.failed = tasklet.cluster + "/" + name + ": " + failure(status);
       state.failed_node = NodeRef{tasklet.cluster, bound.empty() ? tasklet.node : bound};
     }
-    if (const NodeRef node{tasklet.cluster, bound}; !bound.empty() && lost_nodes.contains(node)) {
+    // A pod that finished its work is not lost with its node.
+    if (const NodeRef node{tasklet.cluster, bound};
+        phase != "Succeeded" && !bound.empty() && lost_nodes.contains(node)) {
       state.on_lost_nodes.push_back(tasklet.cluster + "/" + name + " on node " + bound);
       if (std::find(state.lost.begin(), state.lost.end(), node) == state.lost.end())
         state.lost.push_back(node);

@@ -32,8 +32,8 @@ struct GangState {
   // the kubelet's admission, e.g. OutOfnvidia.com/gpu; evicted; its container failed).
   std::optional<std::string> failed;
   std::optional<NodeRef> failed_node;  // where that pod was bound (its tasklet's node if unbound)
-  // The attempt's pods bound to a node in `lost_nodes`, "<cluster>/<pod> on node <node>", and
-  // those nodes, each once, in rank order.
+  // The attempt's pods bound to a node in `lost_nodes` (but those that Succeeded: their work is
+  // done), "<cluster>/<pod> on node <node>", and those nodes, each once, in rank order.
   std::vector<std::string> on_lost_nodes;
   std::vector<NodeRef> lost;
 

@@ -65,4 +65,24 @@ nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
   return out;
 }
 
+bool training_finished(const JobProgress& progress) {
+  return progress.world_size > 0 && progress.done == progress.world_size;
+}
+
+std::optional<nlohmann::json> final_progress_status(const std::optional<JobProgress>& progress,
+                                                    const nlohmann::json& shown,
+                                                    int64_t total_steps, double tokens_per_step,
+                                                    const std::string& now) {
+  const bool has_shown =
+      shown.is_object() && shown.contains("step") && shown["step"].is_number_integer();
+  const int64_t shown_step = has_shown ? shown["step"].get<int64_t>() : -1;
+  if (progress && progress->step >= 0 && progress->step >= shown_step) {
+    return progress_status(*progress, total_steps, tokens_per_step, now);
+  }
+  if (!has_shown) return std::nullopt;
+  nlohmann::json kept = shown;
+  kept.erase("eta");  // the run is over
+  return kept;
+}
+
 }  // namespace tessel::controller

@@ -68,4 +68,20 @@ inline constexpr size_t kMaxStatusStages = 256;
 nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
                                double tokens_per_step, const std::string& now);
 
+// Every rank of the job's current processes reported Done: training is over (each wrote its last
+// checkpoint before it said so), whatever becomes of the pods as they exit.
+bool training_finished(const JobProgress& progress);
+
+// status.progress that ends a run (Succeeded, or Suspended with its pods gone): the gathered
+// progress when it holds a step at least as far as the one `shown` (the status' progress) has,
+// else `shown` as it is, without an eta. The gathered progress can be behind the status: an
+// operator that restarted or took over after the stages' last reports holds only what the
+// stages sent since, and a rank that sent nothing since leaves the job's step unknown (-1); the
+// status then keeps the last step it showed with that step's own loss, rather than step 0 or a
+// step paired with another step's loss. nullopt when there is neither.
+std::optional<nlohmann::json> final_progress_status(const std::optional<JobProgress>& progress,
+                                                    const nlohmann::json& shown,
+                                                    int64_t total_steps, double tokens_per_step,
+                                                    const std::string& now);
+
 }  // namespace tessel::controller

@@ -247,7 +247,9 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   const std::string uid = kube::object_uid(object);
   const std::string phase = phase_of(status);
   if (phase == "Succeeded" || phase == "Failed") {
+    // Terminal: nothing here ever starts, fails or restarts it again.
     stages_.unregister_job(key);
+    remove_strays(object, status);
     return write_status(object, std::move(status), {});
   }
 
@@ -282,10 +284,10 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     }
     // What the stages reported up to their exit (the checkpoint each wrote as it stopped), before
     // the job's progress is let go: it says where training resumes.
-    if (const std::optional<JobProgress> last = stages_.progress(key); last && last->step >= 0) {
-      status["progress"] =
-          progress_status(*last, job.spec.training.steps,
-                          double(job.spec.global_batch) * job.spec.model.seq_len, now_text());
+    if (std::optional<json> last = final_progress_status(
+            stages_.progress(key), status.value("progress", json()), job.spec.training.steps,
+            double(job.spec.global_batch) * job.spec.model.seq_len, now_text())) {
+      status["progress"] = std::move(*last);
     }
     std::string message = "The stage pods are stopped";
     if (status.contains("progress") && status["progress"].contains("lastCheckpointStep")) {
@@ -311,6 +313,16 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     set_condition(conditions, {"Suspended", "False", "Resumed", "The job is not suspended."},
                   generation, now_text());
   }
+  // Every rank reported its last step: the run is over whatever its pods do as they exit (a node
+  // lost, a pod deleted or failing on the way out does not restart finished training).
+  if (active) {
+    if (const std::optional<JobProgress> reported = stages_.progress(key);
+        reported && training_finished(*reported)) {
+      return succeed(job, status, reported, reported->world_size);
+    }
+  }
+  // A failed attempt not yet replaced: a node of it found not Ready since is the cause.
+  if (!active) blame_lost_node(job, status);
 
   if (pod_count == 0 || (!active && reachable_pods == 0)) {
     // Pods just created that the members' caches do not show yet: not gone, on their way.
@@ -411,28 +423,7 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   if (options_.on_progress) options_.on_progress(key, progress ? &*progress : nullptr);
   const double tokens_per_step = double(job.spec.global_batch) * job.spec.model.seq_len;
 
-  if (gang.all_succeeded()) {
-    status["phase"] = "Succeeded";
-    status["completionTime"] = now_text();
-    if (progress) {
-      status["progress"] =
-          progress_status(*progress, job.spec.training.steps, tokens_per_step, now_text());
-    }
-    set_condition(conditions, {"Running", "False", "Succeeded", "Training finished."}, generation,
-                  now_text());
-    set_condition(conditions,
-                  {"Succeeded", "True", "Succeeded",
-                   "All " + std::to_string(gang.expected) + " stage pods finished " +
-                       std::to_string(job.spec.training.steps) + " steps."},
-                  generation, now_text());
-    record(object, kube::EventType::kNormal, "Succeeded",
-           "Trained " + std::to_string(job.spec.training.steps) + " steps" +
-               (progress && std::isfinite(progress->loss)
-                    ? "; final loss " + std::to_string(progress->loss)
-                    : std::string()) +
-               ".");
-    return write_final_status(key, object, std::move(status));
-  }
+  if (gang.all_succeeded()) return succeed(job, status, progress, gang.expected);
   if (!gang.lost.empty()) {
     std::vector<std::string> nodes;
     for (const NodeRef& n : gang.lost)
@@ -530,6 +521,90 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   return write_status(object, std::move(status),
                       {.requeue_after = std::chrono::duration_cast<kube::Clock::duration>(
                            options_.status_interval)});
+}
+
+kube::ReconcileResult TrainingJobReconciler::succeed(const api::TrainingJob& job, json& status,
+                                                     const std::optional<JobProgress>& progress,
+                                                     int ranks) {
+  const json& object = job.object;
+  const int64_t generation = job.generation;
+  json& conditions = status["conditions"];
+  status["phase"] = "Succeeded";
+  status["completionTime"] = now_text();
+  if (std::optional<json> last = final_progress_status(
+          progress, status.value("progress", json()), job.spec.training.steps,
+          double(job.spec.global_batch) * job.spec.model.seq_len, now_text())) {
+    status["progress"] = std::move(*last);
+  }
+  set_condition(conditions, {"Running", "False", "Succeeded", "Training finished."}, generation,
+                now_text());
+  set_condition(conditions,
+                {"Succeeded", "True", "Succeeded",
+                 "All " + std::to_string(ranks) + " stage ranks finished " +
+                     std::to_string(job.spec.training.steps) + " steps."},
+                generation, now_text());
+  const json loss = status.value("/progress/loss"_json_pointer, json());
+  record(object, kube::EventType::kNormal, "Succeeded",
+         "Trained " + std::to_string(job.spec.training.steps) + " steps" +
+             (loss.is_number() ? "; final loss " + loss.dump() : std::string()) + ".");
+  return write_final_status(job.namespace_name + "/" + job.name, object, std::move(status));
+}
+
+void TrainingJobReconciler::blame_lost_node(const api::TrainingJob& job, json& status) {
+  json& conditions = status["conditions"];
+  const json* degraded = find_condition(conditions, "Degraded");
+  if (!degraded || !condition_is_true(conditions, "Degraded") ||
+      degraded->value("reason", "") == "NodeNotReady") {
+    return;
+  }
+  // status.placement is still the failed attempt's: start() replaces it with the next one's.
+  const std::vector<TaskletPlace> tasklets = tasklets_from_status(
+      status.value("placement", json::object()), at_width(job, width_of(status, job)));
+  std::map<std::string, std::vector<json>> bound;  // a stand-in pod per node, for lost_nodes
+  for (const TaskletPlace& t : tasklets)
+    bound[t.cluster].push_back({{"spec", {{"nodeName", t.node}}}});
+  const std::map<NodeRef, std::string> lost = lost_nodes(bound);
+  if (lost.empty()) return;
+  std::vector<std::string> names;
+  std::vector<NodeRef> nodes;
+  for (const auto& [node, why] : lost) {
+    names.push_back(node.cluster + "/" + node.node + " (" + why + ")");
+    nodes.push_back(node);
+  }
+  const std::string first = degraded->value("reason", "") + ": " + degraded->value("message", "");
+  // The node's loss is what the peers' link failures, a pod failing on it, or its pods going
+  // were consequences of; they are usually seen first (a peer's socket breaks at once, a
+  // Node's NotReady comes through its member's API server).
+  const std::string message = "node " + join(names, ", ") +
+                              " of the failed start attempt is not Ready; what was seen first " +
+                              "follows from it (" + first + ")";
+  record(job.object, kube::EventType::kWarning, "Degraded", "NodeNotReady: " + message);
+  set_condition(conditions, {"Degraded", "True", "NodeNotReady", message}, job.generation,
+                now_text());
+  exclude_nodes(status, nodes, "NodeNotReady");
+}
+
+void TrainingJobReconciler::remove_strays(const json& job, const json& status) {
+  // The pods a finished job keeps are its last attempt's that finished. Any other was made from
+  // a stale view (an operator that lost its leadership while it started an attempt).
+  const std::string attempt = std::to_string(attempt_of(status));
+  const bool succeeded = phase_of(status) == "Succeeded";
+  bool strays = false;
+  for (const auto& [cluster, list] : pods_of(kube::object_uid(job))) {
+    for (const json& pod : list) {
+      const std::string pod_phase = pod.value("status", json::object()).value("phase", "");
+      const bool kept = succeeded && kube::get_annotation(pod, kAttemptAnnotation) == attempt;
+      if (!kept && !kube::is_being_deleted(pod) && pod_phase != "Succeeded" &&
+          pod_phase != "Failed")
+        strays = true;
+    }
+  }
+  if (!strays) return;
+  logger_->warning("deleting stage pods of a finished job that are not its last attempt's",
+                   {{"job", kube::object_key(job)}, {"phase", phase_of(status)}});
+  delete_labelled(kube::object_namespace(job),
+                  remote_selector(options_.hub_id, kube::object_uid(job)), /*pods_only=*/true,
+                  kube::object_key(job), /*spare_attempt=*/succeeded ? attempt : "");
 }
 
 kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, json& status) {
@@ -670,6 +745,21 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
     return write_status(object, std::move(status), {});
   }
 
+  // Pods are made only from the job as the API holds it now (a quorum read): a cache behind it
+  // must not start an attempt of a job that finished, or restarted, meanwhile (under another
+  // operator, or under this one before a leadership it lost).
+  try {
+    const json live = hub_.get(jobs_resource_, job.namespace_name, job.name);
+    if (kube::object_resource_version(live) != kube::object_resource_version(object)) {
+      logger_->info("not starting an attempt from a cached job behind the API; retrying",
+                    {{"job", key}});
+      return {.requeue = true};
+    }
+  } catch (const kube::ApiError& e) {
+    if (e.code() == 404) return {};
+    throw;
+  }
+
   // All or nothing: on the first refusal, delete what was created and try again later.
   stages_.register_job(key, file.job_id, static_cast<int>(placed.tasklets.size()), token);
   for (const MemberObjects& member : objects) {
@@ -797,68 +887,84 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
                       {.requeue_after = std::chrono::milliseconds(2000)});
 }
 
+void TrainingJobReconciler::exclude_nodes(json& status, const std::vector<NodeRef>& nodes,
+                                          const std::string& reason) {
+  // The nodes at fault, newest last, each once; the oldest go beyond the bound.
+  json exclusions = live_exclusions(status, now());
+  for (const NodeRef& node : nodes) {
+    json kept = json::array();
+    for (const json& e : exclusions) {
+      if (e.value("cluster", "") != node.cluster || e.value("node", "") != node.node)
+        kept.push_back(e);
+    }
+    exclusions = std::move(kept);
+    exclusions.push_back({{"cluster", node.cluster},
+                          {"node", node.node},
+                          {"reason", reason},
+                          {"time", now_text()},
+                          {"expiresAt", kube::format_rfc3339(now() + kExcludedNodeTtl)}});
+  }
+  while (exclusions.size() > kMaxExcludedNodes) exclusions.erase(exclusions.begin());
+  status["excludedNodes"] = std::move(exclusions);
+}
+
 kube::ReconcileResult TrainingJobReconciler::fail_attempt(const api::TrainingJob& job, json& status,
                                                           const Failure& failure) {
   const json& object = job.object;
+  const std::string key = job.namespace_name + "/" + job.name;
   const int64_t generation = job.generation;
   const std::string& why = failure.message;
   json& conditions = status["conditions"];
-  if (!condition_is_true(conditions, "Degraded")) {
-    record(object, kube::EventType::kWarning, "Degraded", failure.reason + ": " + why);
-  }
+  const bool announce = !condition_is_true(conditions, "Degraded");
   set_condition(conditions, {"Degraded", "True", failure.reason, why}, generation, now_text());
   if (!failure.nodes.empty()) {
-    // The nodes at fault, newest last, each once; the oldest go beyond the bound.
-    json exclusions = live_exclusions(status, now());
-    const std::string reason = failure.reason == "NodeNotReady" ? "NodeNotReady" : "PodFailed";
-    for (const NodeRef& node : failure.nodes) {
-      json kept = json::array();
-      for (const json& e : exclusions) {
-        if (e.value("cluster", "") != node.cluster || e.value("node", "") != node.node)
-          kept.push_back(e);
-      }
-      exclusions = std::move(kept);
-      exclusions.push_back({{"cluster", node.cluster},
-                            {"node", node.node},
-                            {"reason", reason},
-                            {"time", now_text()},
-                            {"expiresAt", kube::format_rfc3339(now() + kExcludedNodeTtl)}});
-    }
-    while (exclusions.size() > kMaxExcludedNodes) exclusions.erase(exclusions.begin());
-    status["excludedNodes"] = std::move(exclusions);
+    exclude_nodes(status, failure.nodes,
+                  failure.reason == "NodeNotReady" ? "NodeNotReady" : "PodFailed");
   }
-  const int remaining = delete_remote_objects(object, /*pods_only=*/true);
   const int64_t restarts = restarts_of(status);
-  if (restarts >= job.spec.failure_policy.max_restarts) {
+  const bool give_up = restarts >= job.spec.failure_policy.max_restarts;
+  std::string message;
+  if (give_up) {
     status["phase"] = "Failed";
     status["completionTime"] = now_text();
-    const std::string message = "Failed after " + std::to_string(restarts) +
-                                " restart(s) (failurePolicy.maxRestarts " +
-                                std::to_string(job.spec.failure_policy.max_restarts) + "): " + why;
+    message = "Failed after " + std::to_string(restarts) +
+              " restart(s) (failurePolicy.maxRestarts " +
+              std::to_string(job.spec.failure_policy.max_restarts) + "): " + why;
     set_condition(conditions, {"Running", "False", "Failed", message}, generation, now_text());
     set_condition(conditions, {"Failed", "True", "BackoffLimitExceeded", message}, generation,
                   now_text());
-    record(object, kube::EventType::kWarning, "Failed", message);
-    stages_.unregister_job(job.namespace_name + "/" + job.name);
-    return write_status(object, std::move(status), {});
+  } else {
+    status["restarts"] = restarts + 1;
+    status["phase"] = "Pending";
+    message = "Restarting (" + std::to_string(restarts + 1) + " of " +
+              std::to_string(job.spec.failure_policy.max_restarts) + ") after " +
+              std::to_string(job.spec.failure_policy.backoff_seconds) +
+              " s, from the last checkpoint: " + why;
+    set_condition(conditions, {"Running", "False", "Restarting", message}, generation, now_text());
+    set_condition(conditions, {"Ready", "False", "Restarting", message}, generation, now_text());
+    set_condition(conditions, {"Placed", "False", "Restarting", message}, generation, now_text());
   }
+  // The decision is written before anything is torn down: the write carries the resourceVersion
+  // the decision was made on, so a decision on a stale cache (the job has moved on, finished
+  // perhaps) conflicts and nothing is deleted; a crash after the write leaves pods of an earlier
+  // attempt, which the next reconcile deletes.
+  switch (put_status(object, status)) {
+    case StatusWrite::kConflict:
+      return {.requeue = true};
+    case StatusWrite::kGone:
+      return {};
+    case StatusWrite::kWritten:
+      break;
+  }
+  if (announce) record(object, kube::EventType::kWarning, "Degraded", failure.reason + ": " + why);
+  record(object, kube::EventType::kWarning, give_up ? "Failed" : "Restarting", message);
   // The next attempt's processes rendezvous afresh, and the failures this one reported must
   // not fail that one too: the stage service forgets the job until it is placed again.
-  stages_.unregister_job(job.namespace_name + "/" + job.name);
-  status["restarts"] = restarts + 1;
-  status["phase"] = "Pending";
-  const std::string message = "Restarting (" + std::to_string(restarts + 1) + " of " +
-                              std::to_string(job.spec.failure_policy.max_restarts) + ") after " +
-                              std::to_string(job.spec.failure_policy.backoff_seconds) +
-                              " s, from the last checkpoint: " + why;
-  set_condition(conditions, {"Running", "False", "Restarting", message}, generation, now_text());
-  set_condition(conditions, {"Ready", "False", "Restarting", message}, generation, now_text());
-  set_condition(conditions, {"Placed", "False", "Restarting", message}, generation, now_text());
-  record(object, kube::EventType::kWarning, "Restarting", message);
-  return write_status(
-      object, std::move(status),
-      {.requeue_after = std::chrono::seconds(remaining > 0 ? 1 : 0) +
-                        std::chrono::seconds(job.spec.failure_policy.backoff_seconds)});
+  stages_.unregister_job(key);
+  const int remaining = delete_remote_objects(object, /*pods_only=*/true);
+  if (give_up) return {};
+  return {.requeue_after = std::chrono::seconds(remaining > 0 ? 1 : 0) +
+                           std::chrono::seconds(job.spec.failure_policy.backoff_seconds)};
 }
 
 std::optional<kube::ReconcileResult> TrainingJobReconciler::grow(const api::TrainingJob& job,
@@ -998,17 +1104,30 @@ kube::ReconcileResult TrainingJobReconciler::finalize(const json& job) {
   return {};
 }
 
-kube::ReconcileResult TrainingJobReconciler::write_status(const json& job, json status,
-                                                          kube::ReconcileResult then) {
-  if (job.value("status", json::object()) == status) return then;
+TrainingJobReconciler::StatusWrite TrainingJobReconciler::put_status(const json& job,
+                                                                     const json& status) {
+  if (job.value("status", json::object()) == status) return StatusWrite::kWritten;
   json updated = job;
-  updated["status"] = std::move(status);
+  updated["status"] = status;
   try {
     hub_.update_status(jobs_resource_, updated);
   } catch (const kube::ApiError& e) {
-    if (e.code() == 404) return {};
-    if (e.code() == 409) return {.requeue = true};  // a newer job is on its way to the cache
+    if (e.code() == 404) return StatusWrite::kGone;
+    if (e.code() == 409) return StatusWrite::kConflict;  // a newer job is on its way to the cache
     throw;
+  }
+  return StatusWrite::kWritten;
+}
+
+kube::ReconcileResult TrainingJobReconciler::write_status(const json& job, json status,
+                                                          kube::ReconcileResult then) {
+  switch (put_status(job, status)) {
+    case StatusWrite::kGone:
+      return {};
+    case StatusWrite::kConflict:
+      return {.requeue = true};
+    case StatusWrite::kWritten:
+      break;
   }
   return then;
 }

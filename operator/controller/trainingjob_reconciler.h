@@ -30,7 +30,10 @@
 //   a member not answering    -> MembersReachable False; its pods, last seen Running, left
 //                                training; a new attempt goes elsewhere, and the old pods there
 //                                are deleted when it answers
-//   all Succeeded             -> Succeeded
+//   all Succeeded, or every   -> Succeeded, terminal as Failed is: neither is ever left again
+//   rank reported its last       (a restart decision is written before its teardown, so one made
+//   step                         on a stale cache conflicts; pods are created only from the job
+//                                as the API holds it; a finished job's stray pods are deleted)
 //
 // Everything it remembers between reconciles (tokens, GPUs just assigned, when status was last
 // written) is rebuilt from the API after a restart: the token from the hub Secret owned by the
@@ -113,6 +116,23 @@ class TrainingJobReconciler {
   };
   kube::ReconcileResult fail_attempt(const api::TrainingJob& job, nlohmann::json& status,
                                      const Failure& failure);
+  // status.excludedNodes plus `nodes` (each once, newest last, at most kMaxExcludedNodes), each
+  // for kExcludedNodeTtl, with `reason`.
+  void exclude_nodes(nlohmann::json& status, const std::vector<NodeRef>& nodes,
+                     const std::string& reason);
+  // Succeeded, with the final progress (final_progress_status); `ranks` for the message.
+  kube::ReconcileResult succeed(const api::TrainingJob& job, nlohmann::json& status,
+                                const std::optional<JobProgress>& progress, int ranks);
+  // A job whose attempt failed (Degraded True, for another reason than NodeNotReady) and was not
+  // replaced yet: when a node of that attempt's placement is not Ready now, the node is the
+  // cause. The reason becomes NodeNotReady naming it (the first reason kept in the message) and
+  // the node is excluded. A peer's link failure reaches the stage service before the Node's
+  // NotReady comes through its member's API server, so the restart goes ahead at once on what
+  // was seen first, and the reason is amended while the next attempt is not placed yet.
+  void blame_lost_node(const api::TrainingJob& job, nlohmann::json& status);
+  // Deletes the pods of a finished job (Succeeded or Failed) that are not its last attempt's
+  // finished pods, were any made from a stale view.
+  void remove_strays(const nlohmann::json& job, const nlohmann::json& status);
   // A narrower job whose full width fits the free GPUs again (its own count as free): tears its
   // pods down (each stage checkpoints on SIGTERM) so that start() places it at full width; a
   // resize, not a restart. nullopt when it stays as it is.
@@ -132,6 +152,9 @@ class TrainingJobReconciler {
                                            nlohmann::json status);
   kube::ReconcileResult write_status(const nlohmann::json& job, nlohmann::json status,
                                      kube::ReconcileResult then);
+  // One status write, with the resourceVersion of `job` (the one a decision was made on).
+  enum class StatusWrite { kWritten, kConflict, kGone };
+  StatusWrite put_status(const nlohmann::json& job, const nlohmann::json& status);
 
   std::vector<GpuNode> candidates(const api::TrainingJob& job, std::vector<std::string>& notes);
   std::map<std::string, std::vector<nlohmann::json>> pods_of(const std::string& uid) const;

@@ -134,6 +134,24 @@ TEST(Gang, AMissingPodIsNamed) {
             (std::vector<std::string>{"fables-s0-r0", "fables-s1-r0", "fables-s1-r1"}));
 }
 
+// A pod that Succeeded has done its work: its node lost afterwards loses nothing of the job.
+TEST(Gang, ASucceededPodIsNotLostWithItsNode) {
+  std::map<std::string, std::vector<json>> pods = all("Running");
+  for (auto& [cluster, list] : pods)
+    for (json& p : list) p["spec"]["nodeName"] = cluster == "member-a" ? "gpu-a1" : "gpu-b1";
+  pods["member-a"][0]["status"]["phase"] = "Succeeded";
+  const GangState one_running =
+      observe_gang(tasklets(), "fables", pods, 2, {{"member-a", "gpu-a1"}});
+  EXPECT_EQ(one_running.lost, (std::vector<NodeRef>{{"member-a", "gpu-a1"}}));
+  EXPECT_EQ(one_running.on_lost_nodes,
+            std::vector<std::string>{"member-a/fables-s1-r1 on node gpu-a1"});
+  pods["member-a"][1]["status"]["phase"] = "Succeeded";
+  const GangState both_done = observe_gang(tasklets(), "fables", pods, 2, {{"member-a", "gpu-a1"}});
+  EXPECT_TRUE(both_done.lost.empty());
+  EXPECT_TRUE(both_done.on_lost_nodes.empty());
+  EXPECT_TRUE(both_done.all_running());
+}
+
 TEST(Gang, PodsOfAnotherAttemptDoNotCount) {
   std::map<std::string, std::vector<json>> pods = all("Running");
   json old = pod("fables-s1-r0", "Failed", 1);  // the failed attempt's pod, not yet gone

@@ -10,21 +10,6 @@ namespace {
 
 class TrainingJobHealing : public TrainingJobReconcilerTest {
  protected:
-  // What the node lifecycle controller writes ~40 s after a kubelet's Lease stops.
-  void lose_node(int m, const std::string& node) {
-    const std::string now = kube::format_rfc3339(std::chrono::system_clock::now());
-    const json status = {{"status",
-                          {{"conditions",
-                            {{{"type", "Ready"},
-                              {"status", "Unknown"},
-                              {"reason", "NodeStatusUnknown"},
-                              {"message", "Kubelet stopped posting node status."},
-                              {"lastHeartbeatTime", now},
-                              {"lastTransitionTime", now}}}}}}};
-    members_[m]->admin().patch(core("nodes"), "", node, kube::PatchType::kMerge, status, {},
-                               "status");
-  }
-
   std::set<std::string> nodes_of_pods(int m) const {
     std::set<std::string> out;
     for (const json& pod : member_pods(m)) out.insert(pod["spec"].value("nodeName", ""));
@@ -94,6 +79,51 @@ TEST_F(TrainingJobHealing, NotReadyNodeForceDeletesItsPodsAndIsLeftOut) {
   EXPECT_EQ(condition(current, "Degraded").value("status", ""), "False");
   EXPECT_EQ(condition(current, "Degraded").value("reason", ""), "Recovered");
   EXPECT_TRUE(has_event("lost", "Recovered"));
+  EXPECT_EQ(status_of(current)["restarts"], 1);
+}
+
+// A lost node's peers report their links to it failed before the Node's NotReady comes through
+// its member's API server: the restart goes ahead on the stage failure, and once the node shows
+// NotReady (before the next attempt is placed) the reason is the node, named, and it is excluded.
+TEST_F(TrainingJobHealing, AStageFailureThenItsNodeNotReadyIsBlamedOnTheNode) {
+  add_node(0, "a1", 2);
+  const std::string b1 = add_node(1, "b1", 2);
+  const std::string b2 = add_node(1, "b2", 2);
+  create_and_place(job_manifest("blame", 2, 2));
+  ASSERT_EQ(nodes_of_pods(1), (std::set<std::string>{b1, b2}));
+  set_phase("Running");
+  reconcile("blame");
+  JobProgress progress;
+  progress.world_size = 4;
+  progress.started = 4;
+  progress.failures = {"rank 2 (stage 0 replica 1): transport: the link to rank 0 failed"};
+  stages_.set_progress(key("blame"), progress);
+  reconcile("blame");
+  json current = job("blame");
+  ASSERT_EQ(condition(current, "Degraded").value("reason", ""), "StageFailed");
+  EXPECT_EQ(status_of(current)["restarts"], 1);
+
+  lose_node(1, b1);
+  reconcile("blame");
+  current = job("blame");
+  const json degraded = condition(current, "Degraded");
+  EXPECT_EQ(degraded.value("status", ""), "True");
+  EXPECT_EQ(degraded.value("reason", ""), "NodeNotReady") << degraded.dump();
+  const std::string message = degraded.value("message", "");
+  EXPECT_NE(message.find("member-b/" + b1), std::string::npos) << message;
+  EXPECT_NE(message.find("NodeStatusUnknown"), std::string::npos) << message;
+  EXPECT_NE(message.find("StageFailed: rank 2"), std::string::npos) << message;
+  ASSERT_EQ(status_of(current)["excludedNodes"].size(), 1u) << current["status"].dump();
+  EXPECT_EQ(status_of(current)["excludedNodes"][0]["node"], b1);
+  EXPECT_EQ(status_of(current)["excludedNodes"][0]["reason"], "NodeNotReady");
+  EXPECT_EQ(status_of(current)["restarts"], 1) << "amended, not restarted again";
+
+  finish_deletions();
+  reconcile("blame");
+  current = job("blame");
+  ASSERT_EQ(phase(current), "Starting") << current["status"].dump();
+  EXPECT_FALSE(nodes_of_pods(1).contains(b1));
+  EXPECT_EQ(condition(current, "Degraded").value("reason", ""), "NodeNotReady");
   EXPECT_EQ(status_of(current)["restarts"], 1);
 }
 

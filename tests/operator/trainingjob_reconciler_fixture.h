@@ -430,6 +430,21 @@ class TrainingJobReconcilerTest : public ::testing::Test {
     }
   }
 
+  // What the node lifecycle controller writes ~40 s after a kubelet's Lease stops.
+  void lose_node(int m, const std::string& node) {
+    const std::string now = kube::format_rfc3339(std::chrono::system_clock::now());
+    const json status = {{"status",
+                          {{"conditions",
+                            {{{"type", "Ready"},
+                              {"status", "Unknown"},
+                              {"reason", "NodeStatusUnknown"},
+                              {"message", "Kubelet stopped posting node status."},
+                              {"lastHeartbeatTime", now},
+                              {"lastTransitionTime", now}}}}}}};
+    members_[m]->admin().patch(core("nodes"), "", node, kube::PatchType::kMerge, status, {},
+                               "status");
+  }
+
   // The kubelet finishing graceful deletions: terminating pods go at once.
   void finish_deletions() {
     kube::DeleteOptions now;
