@@ -5,144 +5,28 @@
 #include <optional>
 #include <string>
 
-#include "noderuntime/transport/crc32c.h"
-#include "noderuntime/transport/little_endian.h"
+#include "noderuntime/transport/mesh_hello.h"
 #include "noderuntime/transport/transport_error.h"
 
 namespace tessel::transport {
 namespace {
 
-constexpr uint32_t kHelloMagic = 0x484C5354u;   // "TSLH"
-constexpr uint32_t kAnswerMagic = 0x414C5354u;  // "TSLA"
-constexpr uint16_t kHelloVersion = 2;           // 2 added stream, streams and buffer bytes
-constexpr size_t kHelloBytes = 40;
-constexpr uint64_t kMaxBufferBytes = 1u << 30;
-constexpr size_t kAnswerHeadBytes = 12;
-constexpr size_t kMaxReasonBytes = 1024;
 // How long an accepted connection may take to say hello before it is dropped, so that one
 // stray client cannot hold up the mesh.
 constexpr auto kHelloTimeout = std::chrono::seconds(5);
 
-struct Hello {
-  uint64_t job_id = 0;
-  uint32_t from_rank = 0;
-  uint32_t to_rank = 0;
-  uint32_t world_size = 0;
-  uint16_t stream = 0;
-  uint16_t streams = 1;
-  uint32_t buffer_bytes = 0;
-};
-
-std::array<std::byte, kHelloBytes> encode_hello(const Hello& hello) {
-  std::array<std::byte, kHelloBytes> out{};
-  LittleEndianWriter w(out);
-  w.put(kHelloMagic, 4);
-  w.put(kHelloVersion, 2);
-  w.put(0, 2);
-  w.put(hello.job_id, 8);
-  w.put(hello.from_rank, 4);
-  w.put(hello.to_rank, 4);
-  w.put(hello.world_size, 4);
-  w.put(hello.stream, 2);
-  w.put(hello.streams, 2);
-  w.put(hello.buffer_bytes, 4);
-  w.put(crc32c(std::span(out).first(kHelloBytes - 4)), 4);
-  return out;
-}
-
-Hello decode_hello(std::span<const std::byte, kHelloBytes> bytes) {
-  LittleEndianReader r(bytes);
-  if (r.get(4) != kHelloMagic) throw TransportError("not a tessel hello (bad magic)");
-  const uint64_t version = r.get(2);
-  if (version != kHelloVersion) {
-    throw TransportError("hello version " + std::to_string(version) + ", expected " +
-                         std::to_string(kHelloVersion));
-  }
-  r.get(2);
-  Hello hello;
-  hello.job_id = r.get(8);
-  hello.from_rank = static_cast<uint32_t>(r.get(4));
-  hello.to_rank = static_cast<uint32_t>(r.get(4));
-  hello.world_size = static_cast<uint32_t>(r.get(4));
-  hello.stream = static_cast<uint16_t>(r.get(2));
-  hello.streams = static_cast<uint16_t>(r.get(2));
-  hello.buffer_bytes = static_cast<uint32_t>(r.get(4));
-  if (r.get(4) != crc32c(bytes.first(kHelloBytes - 4))) {
-    throw TransportError("hello checksum mismatch");
-  }
-  return hello;
-}
-
-// Why a hello does not belong on this listener, or nullopt when it does.
-std::optional<std::string> hello_problem(const Hello& hello, const MeshOptions& options,
-                                         const std::vector<MeshLink>& links) {
-  const auto world = static_cast<uint32_t>(options.peers.size());
-  if (hello.job_id != options.job_id) {
-    return "job id " + std::to_string(hello.job_id) + " is not this job's " +
-           std::to_string(options.job_id);
-  }
-  if (hello.world_size != world) {
-    return "world size " + std::to_string(hello.world_size) + " is not this job's " +
-           std::to_string(world);
-  }
-  if (hello.to_rank != static_cast<uint32_t>(options.rank)) {
-    return "addressed to rank " + std::to_string(hello.to_rank) + ", this is rank " +
-           std::to_string(options.rank);
-  }
-  if (hello.from_rank <= static_cast<uint32_t>(options.rank) || hello.from_rank >= world) {
-    return "rank " + std::to_string(hello.from_rank) + " may not connect to rank " +
-           std::to_string(options.rank) + " (the lower rank of a pair listens)";
-  }
-  const std::string from = "rank " + std::to_string(hello.from_rank);
-  if (hello.streams < 1 || hello.streams > kMaxStreamsPerLink) {
-    return from + " announced " + std::to_string(hello.streams) + " streams, outside [1, " +
-           std::to_string(kMaxStreamsPerLink) + "]";
-  }
-  if (hello.stream >= hello.streams) {
-    return from + " sent stream " + std::to_string(hello.stream) + " of a " +
-           std::to_string(hello.streams) + "-stream link";
-  }
-  if (hello.buffer_bytes > kMaxBufferBytes) {
-    return from + " asked for socket buffers of " + std::to_string(hello.buffer_bytes) +
-           " bytes, at most " + std::to_string(kMaxBufferBytes);
-  }
-  const std::vector<UniqueFd>& streams = links[hello.from_rank].streams;
-  if (!streams.empty() && streams.size() != hello.streams) {
-    return from + " announced " + std::to_string(hello.streams) + " streams, earlier " +
-           std::to_string(streams.size());
-  }
-  if (!streams.empty() && streams[hello.stream].valid()) {
-    return from + " stream " + std::to_string(hello.stream) + " is already connected";
-  }
-  return std::nullopt;
-}
-
 void send_answer(int fd, const std::optional<std::string>& rejection, SteadyTime deadline) {
-  const std::string reason = rejection.value_or("").substr(0, kMaxReasonBytes);
-  std::vector<std::byte> out(kAnswerHeadBytes + reason.size());
-  LittleEndianWriter w(out);
-  w.put(kAnswerMagic, 4);
-  w.put(rejection ? 1 : 0, 4);
-  w.put(reason.size(), 4);
-  std::transform(reason.begin(), reason.end(), out.begin() + kAnswerHeadBytes,
-                 [](char c) { return static_cast<std::byte>(c); });
-  send_all(fd, out, deadline);
+  send_all(fd, encode_answer(rejection), deadline);
 }
 
 // Throws TransportError with the listener's reason when it rejected us.
 void receive_answer(int fd, SteadyTime deadline) {
   std::array<std::byte, kAnswerHeadBytes> head{};
   recv_all(fd, head, deadline);
-  LittleEndianReader r(head);
-  if (r.get(4) != kAnswerMagic) throw TransportError("handshake answer has a bad magic");
-  const uint64_t status = r.get(4);
-  const uint64_t length = r.get(4);
-  if (length > kMaxReasonBytes) {
-    throw TransportError("handshake answer reason of " + std::to_string(length) + " bytes");
-  }
-  std::string reason(length, '\0');
+  const AnswerHead answer = decode_answer_head(head);
+  std::string reason(answer.reason_bytes, '\0');
   recv_all(fd, std::as_writable_bytes(std::span(reason)), deadline);
-  if (status != 0) throw TransportError("handshake rejected: " + reason);
+  if (answer.rejected) throw TransportError("handshake rejected: " + reason);
 }
 
 bool link_complete(const MeshLink& link) {
