@@ -1,7 +1,9 @@
 // Checkpoints of a whole job, one safetensors file per rank plus manifests:
 //   <dir>/step-00000010/rank-00003.safetensors   every tensor of the rank's chunks by its model
 //                                                name, its AdamW moments as "<name>.adam_m" and
-//                                                "<name>.adam_v"
+//                                                "<name>.adam_v", and in the low-communication
+//                                                mode its outer state as "<name>.outer_*"
+//                                                (checkpoint_outer_state.h)
 //   <dir>/step-00000010/manifest.json            the step's manifest (below), written by rank 0
 //                                                once every rank has written its file
 //   <dir>/manifest.json                          THE manifest: a byte-identical copy of the
@@ -55,14 +57,21 @@
 // "tessel-stage-checkpoint-1" (no checksums) are refused with a message saying so.
 //
 // Limits: a manifest is read only up to 64 MiB; a rank file only when its size is the
-// manifest's and at most the rank's tensors (3 x 4 bytes a parameter) plus the safetensors
+// manifest's and at most the rank's tensors (7 x 4 bytes a parameter: itself, two moments and
+// the low-communication mode's four outer vectors) plus the safetensors
 // header limit (100 MB + 8), so a damaged size never drives an allocation. A kill between the
 // step's manifest and <dir>/manifest.json leaves the previous step current; on the very first
 // checkpoint it leaves no <dir>/manifest.json, which resume reports as missing (naming the
 // step manifest to copy) rather than guessing.
 //
-// Resuming from a checkpoint continues bit-identically: parameters, moments, step count and
-// data position are exactly what the uninterrupted run had at that step.
+// Resuming from a checkpoint continues bit-identically: parameters, moments, step count, data
+// position and the low-communication mode's outer state (with an exchange still in flight at the
+// step, checkpoint_outer_state.h) are exactly what the uninterrupted run had at that step.
+//
+// The code: checkpoint_manifest.h (names, manifests, the writer's shape), checkpoint_rank_file.h
+// (one rank's file: built, read, verified, applied), checkpoint_outer_state.h (the outer state in
+// it), this file (saving, pruning, the committed steps, loading and the inventory),
+// checkpoint_resume.h (a whole job's resume).
 #pragma once
 
 #include <cstdint>
@@ -121,8 +130,10 @@ struct CheckpointPruning {
 // <dir>/manifest.json is in place; never a step newer than the new one). Throws
 // CheckpointError naming the rank and tensor when a value is not finite (nothing is written),
 // and CheckpointError naming the file and the cause (errno's text) on an I/O failure.
-void save_checkpoint(const std::string& dir, const StageRuntime& runtime,
-                     transport::Communicator& comm, const CheckpointPruning& pruning = {},
+// In the low-communication mode an outer exchange still in flight is waited for first (not
+// applied: the next step applies it as it would have).
+void save_checkpoint(const std::string& dir, StageRuntime& runtime, transport::Communicator& comm,
+                     const CheckpointPruning& pruning = {},
                      CheckpointDirs dirs = CheckpointDirs::kShared);
 
 // The newest committed step of `dir` whose manifests check out, as inventory_states finds them
@@ -194,7 +205,7 @@ std::vector<std::byte> read_stored_state(const StoredState& state, const StageRu
 void load_state(const std::vector<std::byte>& bytes, const StateFacts& facts,
                 const std::string& source, const std::string& facts_source, StageRuntime& runtime);
 
-// The most bytes a rank file of this runtime's stage can have: its tensors (3 x 4 bytes a
+// The most bytes a rank file of this runtime's stage can have: its tensors (7 x 4 bytes a
 // parameter) and the largest safetensors header. A larger size is refused before it drives
 // an allocation.
 uint64_t max_state_bytes(const StageRuntime& runtime);

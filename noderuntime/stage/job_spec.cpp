@@ -449,12 +449,6 @@ JobSpec parse_job_spec(const std::string& text, const std::string& source) {
   parse_checkpoint(root, job);
   parse_trace(root, job);
   parse_progress(root, job);
-  if (job.training.low_communication.enabled && !job.checkpoint.dir.empty()) {
-    root.fail("checkpoint",
-              "the low-communication mode's outer state (theta_start, momentum, "
-              "residuals) is not checkpointed yet: leave checkpoint out or use "
-              "data_parallel.mode \"synchronous\"");
-  }
   try {
     job.training.validate();
     job.layout.validate(job.model);

@@ -28,7 +28,8 @@
 //                                 DiLoCo-style (outer_sync.h): H inner steps per replica (its
 //                                 island's gradients summed every step), then the stage's
 //                                 replicas average the parameter delta and take an outer
-//                                 Nesterov step; not combinable with "checkpoint" yet
+//                                 Nesterov step; checkpoints hold its outer state
+//                                 (checkpoint_outer_state.h)
 //   "data": {"kind": "synthetic", "seed": 1, "bytes": 1000000}
 //         | {"kind": "text", "path": "corpus.txt"},   byte-level tokens (vocab >= 256)
 //   "schedule": {"kind": "gpipe" | "1f1b" | "interleaved", "chunks": 1 (v), "microbatch_group":

@@ -79,6 +79,8 @@ OuterSync::~OuterSync() {
 void OuterSync::begin(const std::vector<ChunkModel*>& chunks) {
   state_.assign(chunks.size(), {});
   exchange_.assign(chunks.size(), {});
+  exchange_pending_ = false;
+  exchange_decoded_ = false;
   for (size_t c = 0; c < chunks.size(); ++c) {
     const std::span<const float> p = parameters(*chunks[c]);
     state_[c].start.assign(p.begin(), p.end());
@@ -87,12 +89,50 @@ void OuterSync::begin(const std::vector<ChunkModel*>& chunks) {
   }
 }
 
+void OuterSync::settle() {
+  if (exchange_pending_ && !exchange_decoded_) receive_exchange();
+}
+
+void OuterSync::restore(const std::vector<ChunkModel*>& chunks,
+                        std::vector<OuterChunkState> state) {
+  if (state.size() != chunks.size()) {
+    throw std::logic_error("outer sync: restoring " + std::to_string(state.size()) +
+                           " chunks' outer state into " + std::to_string(chunks.size()) +
+                           " chunks");
+  }
+  const bool pending = !state.empty() && !state[0].pending.empty();
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const OuterChunkState& s = state[c];
+    const size_t n = static_cast<size_t>(chunks[c]->layout().total());
+    const size_t residual = options_.delta_bits == 32 ? 0 : n;
+    if (s.start.size() != n || s.momentum.size() != n || s.residual.size() != residual ||
+        s.pending.size() != (pending ? n : 0)) {
+      throw std::logic_error("outer sync: the outer state restored into chunk " +
+                             std::to_string(c) + " does not fit its " + std::to_string(n) +
+                             " parameters");
+    }
+  }
+  begin(chunks);
+  state_ = std::move(state);
+  if (pending) {  // applied at the end of the next step, on top of the local progress since now
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const std::span<const float> p = parameters(*chunks[c]);
+      exchange_[c].snapshot.assign(p.begin(), p.end());
+    }
+    exchange_pending_ = true;
+    exchange_decoded_ = true;
+  }
+}
+
 bool OuterSync::sync_step(int64_t step) const {
   return (step + offset_) % options_.sync_every == 0 || step == options_.final_step;
 }
 
 void OuterSync::start_exchange(int64_t step, const std::vector<ChunkModel*>& chunks) {
-  if (trace_) trace_id_ = trace_->open(placement::Stream::OptimizerComm, "outer sync");
+  if (trace_) {
+    trace_id_ = trace_->open(placement::Stream::OptimizerComm, "outer sync");
+    traced_ = true;
+  }
   const std::vector<int>& mine = islands_[static_cast<size_t>(island_)];
   for (size_t c = 0; c < chunks.size(); ++c) {
     OuterChunkState& s = state_[c];
@@ -101,6 +141,7 @@ void OuterSync::start_exchange(int64_t step, const std::vector<ChunkModel*>& chu
     const size_t n = theta.size();
     std::vector<float> delta(n);
     for (size_t i = 0; i < n; ++i) delta[i] = s.start[i] - theta[i];
+    // Delayed: applied at the end of the next step, that step's local progress kept on top.
     if (options_.delayed) x.snapshot.assign(theta.begin(), theta.end());
     const size_t words = encoded_words(n, options_.delta_bits);
     x.sent.resize(words);
@@ -127,14 +168,13 @@ void OuterSync::start_exchange(int64_t step, const std::vector<ChunkModel*>& chu
   exchange_pending_ = true;
 }
 
-double OuterSync::finish_exchange(const std::vector<ChunkModel*>& chunks) {
+double OuterSync::receive_exchange() {
   const double start = StepTrace::now_s();
   for (transport::Request& r : requests_) r.wait();
   requests_.clear();
   const double waited = StepTrace::now_s() - start;
-  const float mu = options_.outer_momentum;
-  const float lr = options_.outer_learning_rate;
-  for (size_t c = 0; c < chunks.size(); ++c) {
+  const auto replicas = static_cast<float>(replicas_);
+  for (size_t c = 0; c < exchange_.size(); ++c) {
     OuterChunkState& s = state_[c];
     ChunkExchange& x = exchange_[c];
     const size_t n = s.start.size();
@@ -144,23 +184,41 @@ double OuterSync::finish_exchange(const std::vector<ChunkModel*>& chunks) {
           static_cast<int>(i) == island_ ? x.sent : x.received[i];
       add_decoded_delta(encoded, options_.delta_bits, static_cast<float>(islands_[i].size()), mean);
     }
-    const auto replicas = static_cast<float>(replicas_);
+    for (float& m : mean) m /= replicas;
+    s.pending = std::move(mean);
+    x.received.clear();
+  }
+  exchange_decoded_ = true;
+  return waited;
+}
+
+double OuterSync::finish_exchange(const std::vector<ChunkModel*>& chunks) {
+  const double waited = exchange_decoded_ ? 0.0 : receive_exchange();
+  const float mu = options_.outer_momentum;
+  const float lr = options_.outer_learning_rate;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    OuterChunkState& s = state_[c];
+    ChunkExchange& x = exchange_[c];
+    const size_t n = s.start.size();
     std::vector<float> theta(n);
     const std::span<const float> now = parameters(*chunks[c]);
+    const bool keep_progress = !x.snapshot.empty();
     for (size_t i = 0; i < n; ++i) {
-      const float g = mean[i] / replicas;
+      const float g = s.pending[i];
       s.momentum[i] = mu * s.momentum[i] + g;
       const float step = options_.nesterov ? g + mu * s.momentum[i] : s.momentum[i];
       s.start[i] -= lr * step;
       // Delayed: the inner steps taken since the exchange started stay on top.
-      theta[i] = options_.delayed ? s.start[i] + (now[i] - x.snapshot[i]) : s.start[i];
+      theta[i] = keep_progress ? s.start[i] + (now[i] - x.snapshot[i]) : s.start[i];
     }
     set_parameters(*chunks[c], theta);
-    x.received.clear();
+    s.pending.clear();
     x.snapshot.clear();
   }
   exchange_pending_ = false;
-  if (trace_) trace_->close(trace_id_);
+  exchange_decoded_ = false;
+  if (traced_) trace_->close(trace_id_);
+  traced_ = false;
   return waited;
 }
 

@@ -25,6 +25,15 @@
 // stop asked for mid-cycle takes effect at the next such step (one later when delayed). At the
 // job's last step or a stop, every pending exchange is applied and one more sync is waited at
 // once, so every replica ends bit-identical.
+//
+// Checkpoints (checkpoint_outer_state.h) hold the outer state as it is after any step: a delayed
+// exchange still in flight is waited for and decoded by settle() without being applied (waiting
+// changes no value, only when the network time is spent), and its mean delta is saved with the
+// rest; restore() makes it pending again, applied at the end of the next step exactly as in the
+// uninterrupted run. So a checkpoint may be taken at any step, resume is bit-exact, and a rank
+// resuming from a data-parallel peer's file gets the same mean (it is identical on every replica
+// of the stage). A stop vote still in flight is not saved: a resumed job starts with no stop
+// asked for (the signal was addressed to the processes that are gone).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +53,9 @@ struct OuterChunkState {
   std::vector<float> start;     // theta_start: the parameters of the last applied sync
   std::vector<float> momentum;  // v
   std::vector<float> residual;  // error feedback (empty at 32 bits)
+  // The mean delta of an exchange started but not applied yet (delayed), once received and
+  // decoded: identical on every replica of the stage. Empty when none is decoded.
+  std::vector<float> pending;
 };
 
 class OuterSync {
@@ -72,6 +84,17 @@ class OuterSync {
   // Whether this stage starts an exchange after `step` (also at the final step).
   bool sync_step(int64_t step) const;
   const std::vector<OuterChunkState>& state() const { return state_; }
+  const LowCommunication& options() const { return options_; }
+
+  // Makes state() whole for a checkpoint: waits for an exchange still in flight and decodes it
+  // into `pending`, without applying it (the next step applies it as it would have).
+  void settle();
+  // Continues from a checkpoint, the chunks' parameters already restored: `state` per chunk, each
+  // vector of the chunk's size (residual empty at 32 bits, else zeros when none was saved);
+  // `pending` non-empty in every chunk or in none. A pending exchange is applied at the end of
+  // the next step, the local progress since the restored parameters kept on top. Throws
+  // std::logic_error for sizes that do not fit the chunks.
+  void restore(const std::vector<ChunkModel*>& chunks, std::vector<OuterChunkState> state);
 
  private:
   struct ChunkExchange {
@@ -80,7 +103,11 @@ class OuterSync {
     std::vector<float> snapshot;                  // delayed: theta when the exchange started
   };
   void start_exchange(int64_t step, const std::vector<ChunkModel*>& chunks);
-  // Waits for the exchange and applies the outer step; returns seconds waited.
+  // Waits for the exchange and decodes the mean delta into state_[c].pending; returns seconds
+  // waited.
+  double receive_exchange();
+  // Receives the exchange (unless settle() or restore() did) and applies the outer step; returns
+  // seconds waited.
   double finish_exchange(const std::vector<ChunkModel*>& chunks);
   double wait_control();
 
@@ -96,8 +123,10 @@ class OuterSync {
   std::vector<OuterChunkState> state_;
   std::vector<ChunkExchange> exchange_;
   std::vector<transport::Request> requests_;  // of the exchange in flight
-  bool exchange_pending_ = false;
+  bool exchange_pending_ = false;             // started (or restored), not applied
+  bool exchange_decoded_ = false;             // its mean delta is in state_[c].pending
   size_t trace_id_ = 0;
+  bool traced_ = false;  // trace_id_ is open
   float control_[1] = {0};
   transport::Request control_request_;
   bool control_pending_ = false;

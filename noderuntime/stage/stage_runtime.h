@@ -124,6 +124,7 @@ class StageRuntime {
   void set_position(int64_t steps_done, int64_t data_position);
   // The low-communication mode's outer state; null in synchronous data parallelism.
   const OuterSync* outer_sync() const { return outer_.get(); }
+  OuterSync* outer_sync() { return outer_.get(); }  // a checkpoint settles and restores it
 
  private:
   struct PendingRecv {
