@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "noderuntime/launcher/blame.h"
+#include "noderuntime/launcher/stage_event.h"
 
 namespace tessel::launcher {
 namespace {
@@ -77,30 +78,18 @@ class Supervisor {
   }
 
   void on_event(const pb::StageEvent& event) {
-    const int rank = event.tasklet().rank();
-    if (rank < 0 || rank >= static_cast<int>(errors_.size())) {
-      fail("a process reported as rank " + std::to_string(rank) + ", the job has " +
-           std::to_string(errors_.size()) + " ranks");
-      return;
-    }
     try {
-      if (event.has_step()) {
-        if (const auto summary = tracker_.add_step(rank, progress::step_metrics(event.step())))
-          show(*summary);
-      } else if (event.has_started()) {
-        const pb::Started& started = event.started();
-        tracker_.add_start(rank, started.has_resumed_from()
-                                     ? std::optional<int64_t>(started.resumed_from())
-                                     : std::nullopt);
-        if (options_.on_started) {
-          end_progress_line();
-          options_.on_started(rank);
-        }
-      } else if (event.has_error()) {
-        errors_[rank] = event.error().message();
+      const TakenEvent taken = take_stage_event(tracker_, static_cast<int>(errors_.size()), event);
+      if (taken.step_done) show(*taken.step_done);
+      if (taken.started && options_.on_started) {
+        end_progress_line();
+        options_.on_started(taken.rank);
       }
+      if (taken.error) errors_[taken.rank] = *taken.error;
+    } catch (const StageEventError& e) {
+      fail(e.what());
     } catch (const std::exception& e) {
-      fail(label(rank) + ": " + e.what());
+      fail(label(event.tasklet().rank()) + ": " + e.what());
     }
   }
 
