@@ -145,12 +145,13 @@ void save_checkpoint(const std::string& dir, StageRuntime& runtime, transport::C
 // of an older format, CheckpointError when `dir` is not a folder or cannot be listed.
 std::optional<int64_t> latest_checkpoint(const std::string& dir);
 
-// Restores parameters, moments, step count and data position of this rank from the
-// checkpoint of `step`, verified as the header says: the file the manifest lists for this
-// rank when it is of this rank's stage, otherwise the stage's first replica's (a job of
-// another width: the replicas of a stage hold the same state). Throws CheckpointError naming
-// the file and the tensor or field at fault (CheckpointMismatch for a checkpoint of another
-// job), reading nothing into the runtime before all checks passed.
+// Restores parameters, moments, step count, data position and the low-communication mode's
+// outer state (checkpoint_outer_state.h) of this rank from the checkpoint of `step`, verified as
+// the header says: the file the manifest lists for this rank when it is of this rank's stage,
+// otherwise the stage's first replica's (a job of another width: the replicas of a stage hold the
+// same state). Throws CheckpointError naming the file and the tensor or field at fault
+// (CheckpointMismatch for a checkpoint of another job), reading nothing into the runtime before all
+// checks passed.
 void load_checkpoint(const std::string& dir, int64_t step, StageRuntime& runtime);
 
 // What a step's manifest says about one rank file: what the file's bytes are checked against.
@@ -199,9 +200,9 @@ std::vector<std::byte> read_stored_state(const StoredState& state, const StageRu
 
 // Verifies `bytes`, a rank file of this rank's stage from `source` (a path, or the peer that
 // sent it), against `facts` (from `facts_source`) and the runtime as load_checkpoint does, then
-// restores parameters, moments, step count and data position from it. Nothing is written into
-// the runtime before every check passed. Throws CheckpointMismatch for a file of another job,
-// CheckpointError for any other fault.
+// restores parameters, moments, step count, data position and the outer state from it. Nothing
+// is written into the runtime before every check passed. Throws CheckpointMismatch for a file
+// of another job or of the other data-parallel mode, CheckpointError for any other fault.
 void load_state(const std::vector<std::byte>& bytes, const StateFacts& facts,
                 const std::string& source, const std::string& facts_source, StageRuntime& runtime);
 
