@@ -110,6 +110,10 @@ std::string ProgressTracker::progress_line(const progress::StepMetrics& s) const
 }
 
 std::string format_duration(double seconds) {
+  // A stage may report any step time (a stalled or hostile one: infinite, NaN, 1e300): no
+  // number, or more than can be printed, is said so rather than rounded into nonsense.
+  if (std::isnan(seconds)) return "-";
+  if (seconds >= kMaxPrintedDuration) return ">99999:59:59";
   const long total = std::lround(std::max(0.0, seconds));
   char text[32];
   if (total >= 3600) {

@@ -64,7 +64,8 @@ class ProgressTracker {
   int started_rank_ = -1;  // the first rank that reported its start
 };
 
-// "0:53", "1:02:03"
+// "0:53", "1:02:03"; "-" for NaN, ">99999:59:59" from kMaxPrintedDuration seconds on.
+inline constexpr double kMaxPrintedDuration = 99999.0 * 3600 + 59 * 60 + 59.5;
 std::string format_duration(double seconds);
 
 }  // namespace tessel::launcher

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace tessel::launcher {
 namespace {
 
@@ -75,6 +77,13 @@ TEST(ProgressTracker, DurationsReadLikeAClock) {
   EXPECT_EQ(format_duration(0), "0:00");
   EXPECT_EQ(format_duration(59.6), "1:00");
   EXPECT_EQ(format_duration(3723), "1:02:03");
+  // What a stalled or hostile stage's step time can make of an ETA.
+  EXPECT_EQ(format_duration(kMaxPrintedDuration - 1.5), "99999:59:58");
+  EXPECT_EQ(format_duration(kMaxPrintedDuration), ">99999:59:59");
+  EXPECT_EQ(format_duration(1e300), ">99999:59:59");
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::infinity()), ">99999:59:59");
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::quiet_NaN()), "-");
+  EXPECT_EQ(format_duration(-5), "0:00");
 }
 
 }  // namespace
