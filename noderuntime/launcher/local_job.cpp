@@ -180,11 +180,6 @@ void parse_data_parallel(const YamlFields& root, LocalJob& job) {
   // What the cost model and the simulator price (placement/data_parallel_mode.h).
   job.workload.data_parallel = {placement::DataParallelKind::LowCommunication, l.sync_every,
                                 l.delta_bits, l.delayed};
-  if (root.has("checkpoint")) {
-    root.fail("checkpoint",
-              "the low-communication mode's outer state is not checkpointed yet: "
-              "leave checkpoint out or use data_parallel.mode synchronous");
-  }
 }
 
 void parse_data(const YamlFields& root, const std::string& base_dir, LocalJob& job) {
