@@ -35,6 +35,13 @@
 //   step                         on a stale cache conflicts; pods are created only from the job
 //                                as the API holds it; a finished job's stray pods are deleted)
 //
+// Its definitions, one job per file: trainingjob_reconciler.cpp (reconcile, finalize, the token),
+// trainingjob_start.cpp (placing an attempt and creating its objects; assumed pods),
+// trainingjob_failure.cpp (failing an attempt, lost nodes, member reachability),
+// trainingjob_grow.cpp (elastic regrowth), trainingjob_status_write.cpp (status writes, Succeeded),
+// trainingjob_member_objects.cpp (the job's objects in the members: found, deleted, orphans and
+// strays swept); trainingjob_reconciler_internal.h holds the helpers they share.
+//
 // Everything it remembers between reconciles (tokens, GPUs just assigned, when status was last
 // written) is rebuilt from the API after a restart: the token from the hub Secret owned by the
 // job, the assignment from the pods, the placement from status.placement.
