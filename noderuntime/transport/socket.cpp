@@ -187,6 +187,10 @@ void set_socket_buffers(int fd, uint64_t bytes) {
     throw TransportError("setsockopt SO_RCVBUF " + std::to_string(value) + ": " +
                          errno_text(errno));
   }
+  if (setsockopt(fd, IPPROTO_TCP, TCP_WINDOW_CLAMP, &value, sizeof value) != 0) {
+    throw TransportError("setsockopt TCP_WINDOW_CLAMP " + std::to_string(value) + ": " +
+                         errno_text(errno));
+  }
 }
 
 double tcp_rtt_seconds(int fd) {

@@ -65,7 +65,11 @@ UniqueFd accept_until(const TcpListener& listener, SteadyTime deadline);
 void set_tcp_nodelay(int fd);
 
 // Sets SO_SNDBUF and SO_RCVBUF to `bytes` each (Linux grants twice the value, within
-// net.core.wmem_max / rmem_max, and stops autotuning the socket). Throws TransportError.
+// net.core.wmem_max / rmem_max, and stops autotuning the socket) and clamps the window the socket
+// advertises to `bytes` (TCP_WINDOW_CLAMP): without the clamp a request of v yields a window of
+// 1-1.2 v depending on the kernel's overhead estimate, and the streams of one link together
+// would keep more than their planned share of the bandwidth-delay product in flight, building a
+// standing queue at the bottleneck (and overflowing a shallow one). Throws TransportError.
 void set_socket_buffers(int fd, uint64_t bytes);
 
 // The kernel's smoothed round-trip estimate of a connected TCP socket (TCP_INFO), in seconds;

@@ -11,7 +11,9 @@
 // placement/tcp_link_rate.h's, which the planner applies to the topology's links too.
 //
 // Window of a buffer request: Linux grants SO_SNDBUF/SO_RCVBUF of v as 2v and keeps about half
-// of it for its own bookkeeping, so a request of v yields a usable window of about v.
+// of it for its own bookkeeping, so a request of v yields a usable window of about v; the
+// transport also clamps the window to v (set_socket_buffers), so the streams of a link never
+// have more than streams x v in flight.
 #pragma once
 
 #include <cstdint>
