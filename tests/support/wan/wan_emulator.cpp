@@ -5,6 +5,17 @@
 #include <stdexcept>
 
 namespace tessel::wan {
+namespace {
+
+// The packets a TUN device queues for the forwarder to read (its txqueuelen; Linux's default is
+// 500). The device hands the kernel's TCP no back-pressure, so a forwarder thread that is off
+// the CPU for a few milliseconds while a 1 Gbit/s link runs would otherwise see the kernel drop
+// packets before they reach the emulated link, a loss no real link has (at 150 ms every such
+// loss stalls a stream for a round trip). 20,000 full-size packets: 240 ms at 1 Gbit/s. The
+// emulated router queue (queue_ms) stays the only place the link itself drops.
+constexpr int kTunQueuePackets = 20000;
+
+}  // namespace
 
 std::unique_ptr<WanEmulator> WanEmulator::start(const WanConfig& config) {
   validate_wan_config(config);
@@ -35,7 +46,7 @@ std::unique_ptr<WanEmulator> WanEmulator::start(const WanConfig& config) {
       run_or_throw(in + "link set lo up");
       run_or_throw(in + "addr add " + wan->addresses_.back() + "/24 dev " + config.tun_name);
       run_or_throw(in + "link set " + config.tun_name + " mtu " + std::to_string(config.mtu) +
-                   " up");
+                   " txqueuelen " + std::to_string(kTunQueuePackets) + " up");
     }
     wan->forwarder_ = std::make_unique<PacketForwarder>(wan->tun_fds_, base, wan->links_,
                                                         config.mtu, config.seed);
