@@ -9,17 +9,22 @@
 // - pipeline-sized messages: rank 0 sends --messages messages of --message-bytes to rank 1,
 //   throughput = bytes / (last one received - first one sent).
 // `link` is the emulated rate of one directed link (IP bytes; TCP payload is 1448 of every 1500).
+// `retrans`: TCP segments the ranks retransmitted during the timed all-reduces (each loss stalls
+// its stream, and with it the ring, for at least a round trip); `--queue-ms` sets the emulated
+// router queue ahead of every link (the emulator's default otherwise).
 // Needs root and /dev/net/tun; without them it says why and exits 77 (skipped).
 // Usage: wan_transport_bench [--ranks 2,4] [--rtt-ms 0,50,150,250] [--rate-mbit 1000]
 //        [--bytes N] [--iters 3] [--warmup 1] [--message-bytes N] [--messages 16]
-//        [--streams N (instead of the chosen)] [--no-slow-start-after-idle]
+//        [--streams N (instead of the chosen)] [--no-slow-start-after-idle] [--queue-ms MS]
 // Recorded results: bench/transport/results.md and docs/benchmarks.md.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -45,17 +50,35 @@ struct BenchOptions {
   int messages = 16;
   int streams = 0;  // the "chosen" column: 0 = the transport's choice
   bool slow_start_after_idle = true;
+  double queue_ms = 0;  // 0: the emulator's default
 };
 
 struct Measured {
   std::string plan;        // the streams and buffers of rank 0's link to rank 1
   double allreduce_s = 0;  // mean of the slowest rank's time
   long wrong = 0;
+  long retransmitted = 0;  // TCP segments, all ranks, timed all-reduces
   double pipeline_s = 0;
 };
 
 float input(int rank, size_t i) {
   return static_cast<float>(static_cast<int>((i * 7 + static_cast<size_t>(rank) * 13) % 41) - 20);
+}
+
+// TCP segments retransmitted so far in the calling thread's network namespace (RetransSegs of
+// /proc/thread-self/net/snmp: /proc/self would name the process's namespace); -1 if unreadable.
+long retransmitted_segments() {
+  std::ifstream in("/proc/thread-self/net/snmp");
+  std::string names, values;
+  while (std::getline(in, names)) {
+    if (names.rfind("Tcp:", 0) != 0 || !std::getline(in, values)) continue;
+    std::istringstream n(names), v(values);
+    std::string name, value;
+    while (n >> name && v >> value) {
+      if (name == "RetransSegs") return std::stol(value);
+    }
+  }
+  return -1;
 }
 
 std::vector<int> all_ranks(int n) {
@@ -105,9 +128,11 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
           for (int it = 0; it < o.warmup + o.iters; ++it) {
             for (size_t i = 0; i < count; ++i) data[i] = input(r, i);
             barrier(comm);
+            const long retransmitted_before = retransmitted_segments();
             const auto start = Clock::now();
             comm.all_reduce(data.data(), count, DType::kF32, all_ranks(n));
             const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            const long retransmitted = retransmitted_segments() - retransmitted_before;
             long wrong = 0;
             for (size_t i = 0; i < count; ++i) {
               float expected = 0;
@@ -116,7 +141,10 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
             }
             std::lock_guard lock(mu);
             out.wrong += wrong;
-            if (it >= o.warmup) times[r].push_back(seconds);
+            if (it >= o.warmup) {
+              times[r].push_back(seconds);
+              out.retransmitted += retransmitted;
+            }
           }
           // Pipeline-sized messages, rank 0 to rank 1 (one warm-up message first).
           std::vector<std::byte> message(o.message_bytes, std::byte{7});
@@ -180,6 +208,8 @@ int main(int argc, char** argv) {
   app.add_option("--streams", o.streams, "streams of the second column (0: the transport's choice)")
       ->check(CLI::Range(0, kMaxStreamsPerLink));
   bool no_slow_start = false;
+  app.add_option("--queue-ms", o.queue_ms, "the emulated router queue of every link (0: default)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--no-slow-start-after-idle", no_slow_start,
                "set net.ipv4.tcp_slow_start_after_idle=0 in the namespaces");
   CLI11_PARSE(app, argc, argv);
@@ -193,14 +223,17 @@ int main(int argc, char** argv) {
               o.message_bytes);
   for (int n : o.ranks) {
     std::printf(
-        "\n# n = %d, links %.0f Mbit/s (%.1f MB/s)%s\n#  rtt(ms)  streams  allreduce(ms)  "
-        "busbw(MB/s)  bus/link  pipeline(MB/s)  pipe/link  #wrong\n",
-        n, o.rate_mbit, link / 1e6, o.slow_start_after_idle ? "" : ", no slow start after idle");
+        "\n# n = %d, links %.0f Mbit/s (%.1f MB/s), queue %s%s\n#  rtt(ms)  streams  "
+        "allreduce(ms)  busbw(MB/s)  bus/link  retrans  pipeline(MB/s)  pipe/link  #wrong\n",
+        n, o.rate_mbit, link / 1e6,
+        o.queue_ms > 0 ? (std::to_string(static_cast<int>(o.queue_ms)) + " ms").c_str() : "default",
+        o.slow_start_after_idle ? "" : ", no slow start after idle");
     for (double rtt : o.rtt_ms) {
       tessel::wan::WanConfig config;
       config.namespaces = static_cast<size_t>(n);
       config.default_link.delay_ms = rtt / 2;
       config.default_link.rate_mbit = o.rate_mbit;
+      if (o.queue_ms > 0) config.default_link.queue_ms = o.queue_ms;
       std::unique_ptr<tessel::wan::WanEmulator> wan;
       try {
         wan = tessel::wan::WanEmulator::start(config);
@@ -218,9 +251,10 @@ int main(int argc, char** argv) {
         const Measured m = run(*wan, n, streams, o);
         const double busbw = o.bytes / m.allreduce_s * 2.0 * (n - 1) / n;
         const double pipe = static_cast<double>(o.messages) * o.message_bytes / m.pipeline_s;
-        std::printf("%10.0f  %7s  %13.1f  %11.1f  %7.1f%%  %14.1f  %8.1f%%  %6ld\n", rtt,
+        std::printf("%10.0f  %7s  %13.1f  %11.1f  %7.1f%%  %7ld  %14.1f  %8.1f%%  %6ld\n", rtt,
                     (m.plan + (streams == 0 ? " (chosen)" : "")).c_str(), m.allreduce_s * 1e3,
-                    busbw / 1e6, 100 * busbw / link, pipe / 1e6, 100 * pipe / link, m.wrong);
+                    busbw / 1e6, 100 * busbw / link, m.retransmitted, pipe / 1e6, 100 * pipe / link,
+                    m.wrong);
         std::fflush(stdout);
       }
       const auto stats = wan->stats();
