@@ -32,8 +32,8 @@
 //                                are deleted when it answers
 //   all Succeeded, or every   -> Succeeded, terminal as Failed is: neither is ever left again
 //   rank reported its last       (a restart decision is written before its teardown, so one made
-//   step                         on a stale cache conflicts; pods are created only from the job
-//                                as the API holds it; a finished job's stray pods are deleted)
+//   step                         on a stale cache conflicts; a finished job's stray pods are
+//                                deleted)
 //
 // Its definitions, one job per file: trainingjob_reconciler.cpp (reconcile, finalize, the token),
 // trainingjob_start.cpp (placing an attempt and creating its objects; assumed pods),

@@ -171,21 +171,6 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
     return write_status(object, std::move(status), {});
   }
 
-  // Pods are made only from the job as the API holds it now: a cache behind it must not start
-  // an attempt of a job that finished, or restarted, meanwhile (under another operator, or under
-  // this one before a leadership it lost). A list without a resourceVersion is a consistent
-  // read, and list is what the chart's role grants on TrainingJobs (not get).
-  kube::ListOptions by_name;
-  by_name.field_selector = "metadata.name=" + job.name;
-  const json live =
-      hub_.list(jobs_resource_, job.namespace_name, by_name).value("items", json::array());
-  if (live.empty()) return {};  // gone
-  if (kube::object_resource_version(live.front()) != kube::object_resource_version(object)) {
-    logger_->info("not starting an attempt from a cached job behind the API; retrying",
-                  {{"job", key}});
-    return {.requeue = true};
-  }
-
   // All or nothing: on the first refusal, delete what was created and try again later.
   stages_.register_job(key, file.job_id, static_cast<int>(placed.tasklets.size()), token);
   for (const MemberObjects& member : objects) {

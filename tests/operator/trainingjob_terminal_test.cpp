@@ -1,9 +1,8 @@
 // A finished TrainingJob stays finished and its status stays true (issue 14): the final status
 // keeps the last step the stages reported even when the operator restarted after their last
 // reports; a run whose every rank reported its last step is Succeeded whatever its pods do as
-// they exit; a pod that Succeeded is not lost with its node; a decision taken on a cache behind
-// the API (a failure to restart from, an attempt to start) tears nothing down and creates
-// nothing; stray pods of a finished job are deleted.
+// they exit; a pod that Succeeded is not lost with its node; a restart decided on a cache behind
+// the API tears nothing down; stray pods of a finished job are deleted.
 #include "tests/operator/trainingjob_reconciler_fixture.h"
 
 namespace tessel::controller::reconciler_test {
@@ -138,28 +137,6 @@ TEST_F(TrainingJobTerminal, AFailureSeenOnAStaleCacheOfAFinishedJobTearsNothingD
   EXPECT_EQ(restarts(current), 0);
   EXPECT_EQ(deleting_pods(), 0u) << "pods of a finished job torn down from a stale cache";
   EXPECT_EQ(pod_count(), 4u);
-}
-
-// A job the cache shows with no pods and no phase, while the API already holds it finished: no
-// attempt is started from that view.
-TEST_F(TrainingJobTerminal, NoAttemptStartsFromACacheBehindTheApi) {
-  add_node(0, "a1", 2);
-  add_node(1, "b1", 2);
-  create_job(job_manifest("behind", 2, 2));
-  reconcile("behind");  // the finalizer
-  sync_job("behind");
-  informer_->stop();
-  hub_->admin().patch(jobs_, ns_, "behind", kube::PatchType::kMerge,
-                      {{"status", {{"phase", "Succeeded"}}}}, {}, "status");
-  const kube::ReconcileResult result = reconciler_->reconcile(key("behind"));
-  EXPECT_TRUE(result.requeue);
-  EXPECT_EQ(pod_count(), 0u);
-  EXPECT_FALSE(stages_.registration(key("behind")).has_value());
-  EXPECT_EQ(phase(job("behind")), "Succeeded");
-
-  informer_->store().update(job("behind"));  // the cache catches up
-  reconciler_->reconcile(key("behind"));
-  EXPECT_EQ(pod_count(), 0u) << "a Succeeded job is not placed";
 }
 
 // A pod of another attempt in a Succeeded job (made from a stale view) is deleted; the
