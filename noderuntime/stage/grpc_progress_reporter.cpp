@@ -77,10 +77,30 @@ void GrpcProgressReporter::acknowledged(uint64_t sequence) {
   {
     std::lock_guard lock(mutex_);
     while (!unacknowledged_.empty() && unacknowledged_.front().sequence() <= sequence) {
+      pb::StageEvent& event = unacknowledged_.front();
+      const int kind = event.event_case();
+      if (kind == pb::StageEvent::kStarted || kind == pb::StageEvent::kStep ||
+          kind == pb::StageEvent::kCheckpoint) {
+        recap_[kind] = std::move(event);
+      }
       unacknowledged_.pop_front();
     }
   }
   changed_.notify_all();
+}
+
+std::vector<pb::StageEvent> GrpcProgressReporter::recap_to_send() const {
+  std::vector<pb::StageEvent> events;
+  for (const auto& [kind, event] : recap_) {
+    const bool superseded =
+        std::any_of(unacknowledged_.begin(), unacknowledged_.end(),
+                    [kind = kind](const pb::StageEvent& e) { return e.event_case() == kind; });
+    if (!superseded) events.push_back(event);
+  }
+  std::sort(events.begin(), events.end(), [](const pb::StageEvent& a, const pb::StageEvent& b) {
+    return a.sequence() < b.sequence();
+  });
+  return events;
 }
 
 void GrpcProgressReporter::run() {
@@ -128,7 +148,17 @@ bool GrpcProgressReporter::stream_once() {
   uint64_t written = 0;  // the newest sequence written on this stream
   bool broken = false;
   std::unique_lock lock(mutex_);
-  while (true) {
+  // Older than every unacknowledged event, so written first; `written` stays 0 for those.
+  for (const pb::StageEvent& event : recap_to_send()) {
+    lock.unlock();
+    const bool ok = call->Write(event);
+    lock.lock();
+    if (!ok) {
+      broken = true;
+      break;
+    }
+  }
+  while (!broken) {
     const auto next = std::find_if(unacknowledged_.begin(), unacknowledged_.end(),
                                    [&](const pb::StageEvent& e) { return e.sequence() > written; });
     if (abandon_ || stream->reader_done) {

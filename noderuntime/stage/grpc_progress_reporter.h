@@ -3,6 +3,11 @@
 // writes every event not yet acknowledged, and when the stream breaks (the server restarted,
 // the network dropped) opens a new one after a backoff (0.1 s doubling to 5 s) and sends
 // again from the first unacknowledged event. Training never waits for the server.
+// A new stream first repeats the process's latest acknowledged Started, Step and
+// CheckpointWritten events (each unless a newer one of its kind is still unacknowledged): the
+// server at the other end may be a restarted operator that never saw what its predecessor
+// acknowledged, and without them it would not know this rank's step, loss or checkpoint until
+// the next of each. A server that saw them drops them (their sequences are not new).
 // To the operator's stage service the channel is TLS and every stream carries the job's token
 // as `authorization: Bearer <token>` metadata; to the launcher's loopback server, neither.
 #pragma once
@@ -10,10 +15,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "noderuntime/stage/job_spec.h"
 #include "noderuntime/stage/progress_reporter.h"
@@ -46,13 +53,17 @@ class GrpcProgressReporter : public ProgressReporter {
   // it ended cleanly or the server acknowledged something (the backoff starts over).
   bool stream_once();
   void acknowledged(uint64_t sequence);
+  // recap_'s events that a new stream repeats, in sequence order (under mutex_).
+  std::vector<pb::StageEvent> recap_to_send() const;
 
   const std::shared_ptr<grpc::Channel> channel_;
   const std::string token_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<pb::StageEvent> unacknowledged_;  // in sequence order
-  uint64_t last_sequence_ = 0;                 // of the newest event queued
+  // The latest acknowledged event of each kind a new stream repeats, by event_case().
+  std::map<int, pb::StageEvent> recap_;
+  uint64_t last_sequence_ = 0;      // of the newest event queued
   bool stopping_ = false;           // no more events will come: end once they are delivered
   bool abandon_ = false;            // end now, delivered or not
   std::shared_ptr<Stream> stream_;  // the stream in flight

@@ -101,6 +101,48 @@ TEST(ProgressServer, EventsSentWhileTheServerRestartsAreDeliveredToTheNewOne) {
   EXPECT_EQ(events[1].step().step(), 3);
 }
 
+// A restarted server (an operator that took over) never saw what its predecessor acknowledged:
+// a new stream repeats the latest Started, Step and CheckpointWritten first, so that it knows
+// the rank's step, loss and checkpoint at once; a kind with a newer event still to send is not
+// repeated (a server that saw them drops them: the dropping case below).
+TEST(ProgressServer, ARestartedServerGetsTheLatestStateAgainBeforeWhatWasNotAcknowledged) {
+  const testing::HeldPort port;
+  stage::GrpcProgressReporter reporter(tasklet(6, 1), port.address());
+  pb::StageEvent started;
+  started.mutable_started()->set_world_size(2);
+  started.mutable_started()->set_steps(10);
+  pb::StageEvent checkpoint;
+  checkpoint.mutable_checkpoint()->set_step(3);
+  {
+    ProgressServer first(6, port.port());
+    reporter.report(started);                               // sequence 1
+    for (int n = 1; n <= 3; ++n) reporter.report(step(n));  // 2, 3, 4
+    reporter.report(checkpoint);                            // 5
+    reporter.report(step(4));                               // 6
+    ASSERT_TRUE(reporter.flush(10s));
+    ASSERT_EQ(take(first, 6).size(), 6u);
+  }
+  pb::StageEvent done;
+  done.mutable_done();
+  reporter.report(done);  // 7, while no server listens
+  ProgressServer second(6, port.port());
+  EXPECT_TRUE(reporter.flush(20s));
+  const std::vector<pb::StageEvent> events = take(second, 4);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_TRUE(events[0].has_started());
+  EXPECT_EQ(events[0].sequence(), 1u);
+  EXPECT_EQ(events[0].started().world_size(), 2);
+  EXPECT_TRUE(events[1].has_checkpoint());
+  EXPECT_EQ(events[1].sequence(), 5u);
+  EXPECT_EQ(events[1].checkpoint().step(), 3);
+  EXPECT_TRUE(events[2].has_step());
+  EXPECT_EQ(events[2].sequence(), 6u);
+  EXPECT_EQ(events[2].step().step(), 4);
+  EXPECT_TRUE(events[3].has_done());
+  EXPECT_EQ(events[3].sequence(), 7u);
+  EXPECT_TRUE(take(second, 1, 200ms).empty());
+}
+
 TEST(ProgressServer, AnEventSentAgainIsAcknowledgedAndDroppedButANewIncarnationCounts) {
   ProgressServer server(9);
   auto stub = pb::StageProgress::NewStub(
