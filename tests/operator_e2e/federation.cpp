@@ -1,5 +1,6 @@
 #include "tests/operator_e2e/federation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -57,6 +58,18 @@ ApiTestServerOptions rbac_server() {
   return options;
 }
 
+// `values` less those whose key one of `overrides` sets: helm applies --set over --set-json
+// whatever their order on the command line, so a --set-json override of a --set key would be lost.
+std::vector<std::string> without_overridden(std::vector<std::string> values,
+                                            const std::vector<std::string>& overrides) {
+  const auto key = [](const std::string& value) { return value.substr(0, value.find('=')); };
+  std::erase_if(values, [&](const std::string& value) {
+    return std::any_of(overrides.begin(), overrides.end(),
+                       [&](const std::string& o) { return key(o) == key(value); });
+  });
+  return values;
+}
+
 }  // namespace
 
 Federation::Federation(const std::vector<MemberSpec>& members, const std::string& work_dir,
@@ -66,13 +79,14 @@ Federation::Federation(const std::vector<MemberSpec>& members, const std::string
   run_id_ = "e2e-" + hub_->namespace_name().substr(hub_->namespace_name().rfind('-') + 1);
   kubectl_ = std::make_unique<Kubectl>(hub_->kubeconfig_path(), namespace_name(),
                                        work_dir_ + "/kubectl-cache");
-  hub_chart_ =
-      render_chart({.chart = "tessel",
-                    .release = release(),
-                    .namespace_ = namespace_name(),
-                    .set_values = hub_chart_values(namespace_name(), run_id_, hub_->is_real()),
-                    .include_crds = true,
-                    .set_json_values = more_hub_values});
+  hub_chart_ = render_chart(
+      {.chart = "tessel",
+       .release = release(),
+       .namespace_ = namespace_name(),
+       .set_values = without_overridden(
+           hub_chart_values(namespace_name(), run_id_, hub_->is_real()), more_hub_values),
+       .include_crds = true,
+       .set_json_values = more_hub_values});
   for (size_t i = 0; i < specs_.size(); ++i) {
     members_.push_back(TestCluster::member(static_cast<int>(i), namespace_name(), rbac_server()));
     member_kubectls_.push_back(
