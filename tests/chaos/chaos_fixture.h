@@ -122,8 +122,15 @@ class ChaosE2e : public OperatorE2e {
   // rather than one replica.
   std::vector<std::string> more_hub_values() const override {
     return {"statusIntervalSeconds=0.2",
-            "stageService.advertise=\"127.0.0.1:" + std::to_string(stage_service_.port()) + "\""};
+            "stageService.advertise=\"" + stage_service_address() + "\""};
   }
+  // HOST:PORT the stage pods dial for the stage Service: here its proxy on this machine's
+  // loopback, which the pods reach as they share the host's network.
+  virtual std::string stage_service_address() const {
+    return "127.0.0.1:" + std::to_string(stage_service_.port());
+  }
+  // The loopback port of the stage Service's proxy (for a forwarder that pods elsewhere dial).
+  int stage_service_port() const { return stage_service_.port(); }
   void TearDown() override;
 
   // The example job (examples/trainingjobs/fables.yaml) made small for a fault: `steps` steps,

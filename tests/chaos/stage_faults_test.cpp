@@ -1,5 +1,6 @@
-// Faults of the stages themselves: a stage process killed, a link between two stages that goes
-// silent. The job restarts from its last checkpoint and loses at most one checkpoint interval.
+// Faults of the stages themselves: a stage process killed, a stage gone silent on every link
+// (a partition of one link between two stages is partition_test.cpp). The job restarts from its
+// last checkpoint and loses at most one checkpoint interval.
 // These inject nothing into an API server: they run against real clusters too.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -35,9 +36,9 @@ TEST_F(ChaosE2e, AStageProcessKilledTheJobResumesFromItsLastCheckpoint) {
 }
 
 TEST_F(ChaosE2e, AStageGoneSilentLongerThanTheIoTimeoutFailsItsPeersAndTheJobResumes) {
-  // A link that black-holes its packets looks to both ends like a peer that sends nothing and
-  // acknowledges nothing: a stopped process (SIGSTOP) is exactly that to every peer of it, on
-  // all its links at once. Its peers' transports give up after ioTimeoutSeconds.
+  // A stopped process (SIGSTOP) sends nothing and reads nothing: every peer of it sees its link
+  // go silent at once, as behind a black-holing route (one link alone: partition_test.cpp).
+  // Its peers' transports give up after ioTimeoutSeconds.
   apply_chaos_job("silent-stage", kSteps);
   watch("silent-stage");
   const JobSample before = wait_for_step("silent-stage", kFaultStep);
@@ -50,7 +51,7 @@ TEST_F(ChaosE2e, AStageGoneSilentLongerThanTheIoTimeoutFailsItsPeersAndTheJobRes
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
   std::this_thread::sleep_for(silence);
   ::kill(pid, SIGCONT);  // the link heals; the process may be gone already
-  finish_restart_case("silent-link",
+  finish_restart_case("silent-stage",
                       "rank " + std::to_string(pod.rank) + " (pod " + pod.name +
                           ") silent on every link for " + std::to_string(silence.count()) +
                           " ms (SIGSTOP, then SIGCONT); ioTimeoutSeconds " +

@@ -40,17 +40,35 @@ void pump(int from, int to) {
 
 }  // namespace
 
-StageServiceProxy::StageServiceProxy() {
-  listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listener_ < 0)
+int listening_socket(const std::string& address_text) {
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, address_text.c_str(), &address.sin_addr) != 1)
+    throw std::runtime_error("stage Service proxy: \"" + address_text +
+                             "\" is not an IPv4 address");
+  const int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listener < 0)
     throw std::runtime_error("stage Service proxy: socket: " + std::string(std::strerror(errno)));
-  sockaddr_in address = loopback(0);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener, 64) != 0) {
+    const std::string error = std::strerror(errno);
+    ::close(listener);
+    throw std::runtime_error("stage Service proxy: cannot listen on " + address_text + ": " +
+                             error);
+  }
+  return listener;
+}
+
+StageServiceProxy::StageServiceProxy() : StageServiceProxy(listening_socket("127.0.0.1")) {}
+
+StageServiceProxy::StageServiceProxy(int listener) : listener_(listener) {
+  sockaddr_in address{};
   socklen_t length = sizeof address;
-  if (::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(listener_, 64) != 0 ||
-      ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0)
-    throw std::runtime_error("stage Service proxy: cannot listen on loopback: " +
-                             std::string(std::strerror(errno)));
+  if (::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    const std::string error = std::strerror(errno);
+    ::close(listener_);
+    throw std::runtime_error("stage Service proxy: getsockname: " + error);
+  }
   port_ = ntohs(address.sin_port);
   acceptor_ = std::thread([this] { accept_loop(); });
 }

@@ -10,16 +10,25 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace tessel::testing {
+
+// A TCP socket listening on `address` (IPv4), port chosen by the kernel, in the network namespace
+// of the calling thread; throws std::runtime_error naming the address.
+int listening_socket(const std::string& address);
 
 class StageServiceProxy {
  public:
   // Listens on a free loopback port at once; connections accepted before set_upstream() (or while
   // it answers -1: no endpoint) are closed, as a Service without endpoints refuses them.
   StageServiceProxy();
+  // The same on `listener`, a listening TCP socket that the proxy takes over (e.g. one made
+  // inside another network namespace by listening_socket(); the proxy's upstream connections
+  // are made on this process's loopback all the same).
+  explicit StageServiceProxy(int listener);
   ~StageServiceProxy();  // stops accepting and cuts every connection
   StageServiceProxy(const StageServiceProxy&) = delete;
   StageServiceProxy& operator=(const StageServiceProxy&) = delete;

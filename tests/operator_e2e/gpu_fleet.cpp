@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace tessel::testing {
 namespace {
@@ -83,6 +84,8 @@ GpuFleet::GpuFleet(std::vector<FleetMember> members, const std::string& run_id,
                      {kRunLabel, run_id}};
       if (fleet_options.write_links)
         node.annotations = {{api::kLinksAnnotation, api::format_node_links(links_[n])}};
+      if (n < fleet_options.node_networks.size())
+        std::tie(node.network_namespace, node.address) = fleet_options.node_networks[n];
       options.nodes.push_back(std::move(node));
     }
     kubelets_.push_back(std::make_unique<ProcessKubelet>(member.client, std::move(options)));

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/link_annotations.h"
@@ -35,6 +36,9 @@ struct FleetOptions {
   bool write_links = true;
   // More images the kubelets run, image (any tag) -> executable (e.g. tessel/prober).
   std::map<std::string, std::string> more_images;
+  // Per node, in nodes() order, the network namespace the node lives in and its address there
+  // (ProcessNodeOptions::network_namespace, address); empty: every node on the host's network.
+  std::vector<std::pair<std::string, std::string>> node_networks;
 };
 
 struct FleetMember {
