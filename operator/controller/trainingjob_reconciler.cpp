@@ -389,16 +389,12 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   if (width < job.spec.parallelism.replicas) {
     if (std::optional<kube::ReconcileResult> grown = grow(job, status)) return *grown;
   }
+  const auto steady_now = std::chrono::steady_clock::now();
+  bool due = false;
   if (progress && progress->step >= 0) {
-    const auto steady_now = std::chrono::steady_clock::now();
-    bool due = false;
     {
       std::lock_guard lock(mutex_);
-      auto& last = progress_written_[key];
-      if (steady_now - last >= options_.status_interval) {
-        last = steady_now;
-        due = true;
-      }
+      due = steady_now - progress_written_[key] >= options_.status_interval;
     }
     if (due) {
       status["progress"] =
@@ -407,9 +403,23 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
       status["progress"] = object["status"].value("progress", json::object());
     }
   }
-  return write_status(object, std::move(status),
-                      {.requeue_after = std::chrono::duration_cast<kube::Clock::duration>(
-                           options_.status_interval)});
+  // The interval counts from a progress write that landed: one lost to a conflict (the cache a
+  // write behind, as it is right after each write while progress events queue reconciles) is
+  // due again at once, or a fast job could go on losing every due write and never show a step.
+  switch (put_status(object, status)) {
+    case StatusWrite::kGone:
+      return {};
+    case StatusWrite::kConflict:
+      return {.requeue = true};
+    case StatusWrite::kWritten:
+      break;
+  }
+  if (due) {
+    std::lock_guard lock(mutex_);
+    progress_written_[key] = steady_now;
+  }
+  return {.requeue_after =
+              std::chrono::duration_cast<kube::Clock::duration>(options_.status_interval)};
 }
 
 kube::ReconcileResult TrainingJobReconciler::finalize(const json& job) {
