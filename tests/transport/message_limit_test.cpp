@@ -11,6 +11,7 @@
 #include "local_mesh.h"
 #include "noderuntime/transport/crc32c.h"
 #include "noderuntime/transport/mesh.h"
+#include "raw_peer.h"
 
 namespace tessel::transport {
 namespace {
@@ -20,37 +21,14 @@ using testing::bytes;
 using testing::Contains;
 using testing::f32_info;
 using testing::kJob;
+using testing::make_raw_mesh;
 using testing::pattern;
+using testing::RawMesh;
 using testing::wait_error;
 
-// Rank 0 is a TcpCommunicator that accepts messages of at most `max_message_bytes`; `raw` is
-// rank 1's end of their link, written by the test.
-struct LimitedMesh {
-  std::unique_ptr<TcpCommunicator> comm;
-  UniqueFd raw;
-};
-
-LimitedMesh make_limited_mesh(uint64_t max_message_bytes) {
-  testing::LocalAddresses addresses = testing::bind_local(2);
-  LimitedMesh mesh;
-  std::thread listener_side([&] {
-    TcpOptions options = testing::local_options(addresses.peers, 0);
-    options.max_message_bytes = max_message_bytes;
-    mesh.comm = std::make_unique<TcpCommunicator>(options, addresses.listeners[0]);
-  });
-  MeshOptions raw_side;
-  raw_side.job_id = kJob;
-  raw_side.rank = 1;
-  raw_side.peers = addresses.peers;
-  raw_side.connect_timeout = 10s;
-  std::vector<MeshLink> links = establish_mesh(raw_side, addresses.listeners[1]);
-  listener_side.join();
-  mesh.raw = std::move(links[0].streams.at(0));
-  return mesh;
-}
-
-void write(const LimitedMesh& mesh, std::span<const std::byte> data) {
-  send_all(mesh.raw.get(), data, std::chrono::steady_clock::now() + 5s);
+// Rank 0 accepts messages of at most `max_message_bytes`; rank 1 is the test's raw peer.
+RawMesh make_limited_mesh(uint64_t max_message_bytes) {
+  return make_raw_mesh([&](TcpOptions& options) { options.max_message_bytes = max_message_bytes; });
 }
 
 // The header of a whole f32 message of `elems` values, the link's first (sequence 0).
@@ -62,11 +40,11 @@ MessageHeader announcing(uint64_t elems) {
 
 TEST(MessageLimit, AMessageOverTheLimitFailsTheLinkNamingPeerSizeAndLimit) {
   constexpr uint64_t kLimit = 1 << 20;
-  LimitedMesh mesh = make_limited_mesh(kLimit);
+  RawMesh mesh = make_limited_mesh(kLimit);
   std::vector<float> got(4);
   // A receive of another message: it learns of the link's failure.
   Request pending = mesh.comm->irecv(1, f32_info(Tag::kGradient, 0, 0, 4), bytes(got));
-  write(mesh, encode_header(announcing(kLimit / sizeof(float) + 1)));
+  mesh.write(encode_header(announcing(kLimit / sizeof(float) + 1)));
   const std::string error = wait_error(pending);
   EXPECT_TRUE(Contains(error,
                        "test rank 1): a message of 1048580 bytes (activation step 0 "
@@ -79,12 +57,12 @@ TEST(MessageLimit, AMessageOverTheLimitFailsTheLinkNamingPeerSizeAndLimit) {
 }
 
 TEST(MessageLimit, AHugeAnnouncedLengthIsRefusedByTheDefaultLimitWithoutAllocating) {
-  LimitedMesh mesh = make_limited_mesh(kDefaultMaxMessageBytes);
+  RawMesh mesh = make_limited_mesh(kDefaultMaxMessageBytes);
   std::vector<float> got(4);
   Request pending = mesh.comm->irecv(1, f32_info(Tag::kGradient, 0, 0, 4), bytes(got));
   // 2^63 bytes: no receive is posted for it, so without the limit the receiver would try to
   // hold it.
-  write(mesh, encode_header(announcing(uint64_t{1} << 61)));
+  mesh.write(encode_header(announcing(uint64_t{1} << 61)));
   EXPECT_TRUE(Contains(wait_error(pending), "a message of 9223372036854775808 bytes"));
   EXPECT_TRUE(Contains(wait_error(pending),
                        "the limit of " + std::to_string(kDefaultMaxMessageBytes) + " bytes"));
@@ -92,12 +70,12 @@ TEST(MessageLimit, AHugeAnnouncedLengthIsRefusedByTheDefaultLimitWithoutAllocati
 
 TEST(MessageLimit, AMessageOfExactlyTheLimitArrives) {
   constexpr size_t kElems = 4096;
-  LimitedMesh mesh = make_limited_mesh(kElems * sizeof(float));
+  RawMesh mesh = make_limited_mesh(kElems * sizeof(float));
   const std::vector<float> sent = pattern(kElems, 3);
   MessageHeader header = announcing(kElems);
   header.piece_crc32c = crc32c(bytes(sent));
-  write(mesh, encode_header(header));
-  write(mesh, bytes(sent));
+  mesh.write(encode_header(header));
+  mesh.write(bytes(sent));
   std::vector<float> got(kElems);
   mesh.comm->recv(1, header.info, bytes(got));
   EXPECT_EQ(got, sent);

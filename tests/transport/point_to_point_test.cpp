@@ -12,6 +12,7 @@
 #include "local_mesh.h"
 #include "noderuntime/transport/crc32c.h"
 #include "noderuntime/transport/mesh.h"
+#include "raw_peer.h"
 
 namespace tessel::transport {
 namespace {
@@ -23,7 +24,9 @@ using testing::connect_local;
 using testing::Contains;
 using testing::f32_info;
 using testing::kJob;
+using testing::make_raw_mesh;
 using testing::pattern;
+using testing::RawMesh;
 using testing::wait_error;
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -240,43 +243,6 @@ TEST(PointToPoint, InvalidArgumentsThrowAtOnce) {
                        "shape[0]: negative dim -4"));
 }
 
-// A raw peer: rank 1 of the mesh is played by the test, writing bytes of its choice to rank 0,
-// a TcpCommunicator.
-struct RawMesh {
-  std::unique_ptr<TcpCommunicator> comm;
-  UniqueFd raw;
-  uint64_t next_sequence = 0;
-
-  void write(std::span<const std::byte> data) {
-    send_all(raw.get(), data, std::chrono::steady_clock::now() + 5s);
-  }
-  // Writes one whole-message frame, numbered as the link's next message.
-  void write_message(MessageHeader header, const std::vector<float>& payload) {
-    header.sequence = next_sequence++;
-    write(encode_header(header));
-    write(bytes(payload));
-  }
-};
-
-RawMesh make_raw_mesh(std::chrono::milliseconds io_timeout = 10s) {
-  testing::LocalAddresses addresses = testing::bind_local(2);
-  RawMesh mesh;
-  std::thread listener_side([&] {
-    TcpOptions options = testing::local_options(addresses.peers, 0);
-    options.io_timeout = io_timeout;
-    mesh.comm = std::make_unique<TcpCommunicator>(options, addresses.listeners[0]);
-  });
-  MeshOptions raw_side;
-  raw_side.job_id = kJob;
-  raw_side.rank = 1;
-  raw_side.peers = addresses.peers;
-  raw_side.connect_timeout = 10s;
-  std::vector<MeshLink> links = establish_mesh(raw_side, addresses.listeners[1]);
-  listener_side.join();
-  mesh.raw = std::move(links[0].streams.at(0));
-  return mesh;
-}
-
 // The frame of a whole message (one piece); write_message numbers it.
 MessageHeader header_for(const std::vector<float>& payload, uint64_t step) {
   MessageHeader header{kJob, f32_info(Tag::kActivation, step, 0, payload.size()),
@@ -331,7 +297,7 @@ TEST(RawPeer, AMessageOfAnotherJobFailsThePeer) {
 }
 
 TEST(RawPeer, APeerThatStopsMidMessageTimesOut) {
-  RawMesh mesh = make_raw_mesh(300ms);
+  RawMesh mesh = make_raw_mesh([](TcpOptions& o) { o.io_timeout = 300ms; });
   const auto payload = pattern(1000, 0);
   std::vector<float> got(1000);
   Request pending = mesh.comm->irecv(1, header_for(payload, 0).info, bytes(got));
@@ -341,7 +307,7 @@ TEST(RawPeer, APeerThatStopsMidMessageTimesOut) {
 }
 
 TEST(RawPeer, ASendToAPeerThatReadsNothingTimesOut) {
-  RawMesh mesh = make_raw_mesh(300ms);
+  RawMesh mesh = make_raw_mesh([](TcpOptions& o) { o.io_timeout = 300ms; });
   const auto big = pattern(16 << 20, 0);  // 64 MiB: more than the socket buffers hold
   const std::string error =
       wait_error(mesh.comm->isend(1, f32_info(Tag::kGradient, 0, 0, big.size()), bytes(big)));
