@@ -19,15 +19,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The emulator for `config`, or a skip naming what this machine lacks.
-#define START_OR_SKIP(wan, config)                            \
-  std::unique_ptr<WanEmulator> wan;                           \
-  try {                                                       \
-    wan = WanEmulator::start(config);                         \
-  } catch (const WanUnavailable& e) {                         \
-    GTEST_SKIP() << "WAN emulator unavailable: " << e.what(); \
-  }
-
 WanConfig config_of(std::size_t namespaces, LinkSettings default_link = {}) {
   WanConfig config;
   config.namespaces = namespaces;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
@@ -17,12 +18,22 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tests/support/wan/wan_emulator.h"
+
+// The emulator for `config`, or a skip naming what this machine lacks.
+#define START_OR_SKIP(wan, config)                            \
+  std::unique_ptr<WanEmulator> wan;                           \
+  try {                                                       \
+    wan = WanEmulator::start(config);                         \
+  } catch (const WanUnavailable& e) {                         \
+    GTEST_SKIP() << "WAN emulator unavailable: " << e.what(); \
+  }
 
 namespace tessel::wan {
 

@@ -16,14 +16,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define START_OR_SKIP(wan, config)                            \
-  std::unique_ptr<WanEmulator> wan;                           \
-  try {                                                       \
-    wan = WanEmulator::start(config);                         \
-  } catch (const WanUnavailable& e) {                         \
-    GTEST_SKIP() << "WAN emulator unavailable: " << e.what(); \
-  }
-
 // The stream's byte at offset i: a pattern that a lost, repeated or reordered piece breaks.
 char pattern_byte(std::uint64_t i) { return static_cast<char>(i % 251); }
 
