@@ -88,7 +88,8 @@ class ProberE2e : public OperatorE2e {
   FleetOptions fleet_options() const override {
     return {.stage_binary = TESSEL_STAGE_BINARY,
             .write_links = false,
-            .more_images = {{"tessel/prober", TESSEL_PROBER_BINARY}}};
+            .more_images = {{"tessel/prober", TESSEL_PROBER_BINARY}},
+            .node_networks = {}};
   }
 
   void SetUp() override {
