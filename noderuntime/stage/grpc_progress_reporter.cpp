@@ -148,15 +148,17 @@ bool GrpcProgressReporter::stream_once() {
   uint64_t written = 0;  // the newest sequence written on this stream
   bool broken = false;
   std::unique_lock lock(mutex_);
-  // Older than every unacknowledged event, so written first; `written` stays 0 for those.
-  for (const pb::StageEvent& event : recap_to_send()) {
+  // Writes without holding the lock (report() must never wait for the network).
+  const auto write = [&](const pb::StageEvent& event) {
     lock.unlock();
     const bool ok = call->Write(event);
     lock.lock();
-    if (!ok) {
-      broken = true;
-      break;
-    }
+    broken = !ok;
+    return ok;
+  };
+  // Older than every unacknowledged event, so written first; `written` stays 0 for those.
+  for (const pb::StageEvent& event : recap_to_send()) {
+    if (!write(event)) break;
   }
   while (!broken) {
     const auto next = std::find_if(unacknowledged_.begin(), unacknowledged_.end(),
@@ -167,13 +169,7 @@ bool GrpcProgressReporter::stream_once() {
     }
     if (next != unacknowledged_.end()) {
       const pb::StageEvent event = *next;
-      lock.unlock();
-      const bool ok = call->Write(event);
-      lock.lock();
-      if (!ok) {
-        broken = true;
-        break;
-      }
+      if (!write(event)) break;
       written = event.sequence();
       continue;
     }
