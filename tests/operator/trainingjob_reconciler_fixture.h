@@ -216,12 +216,12 @@ class TrainingJobReconcilerTest : public ::testing::Test {
     make_reconciler();
   }
 
-  void make_reconciler() {
+  void make_reconciler(std::chrono::milliseconds status_interval = 0ms) {
     TrainingJobReconcilerOptions options;
     options.hub_id = run_;
     options.stage_service_address = kStageService;
     options.ca_pem = kCaPem;
-    options.status_interval = 0ms;
+    options.status_interval = status_interval;
     reconciler_ = std::make_unique<TrainingJobReconciler>(*hub_client_, jobs_, informer_->store(),
                                                           *registry_, stages_, *recorder_, options);
   }
