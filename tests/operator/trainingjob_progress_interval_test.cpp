@@ -14,32 +14,19 @@ TEST_F(TrainingJobReconcilerTest, AProgressWriteLostToAConflictIsDueAgainAtOnce)
   add_node(1, "b1", 2);
   create_and_place(job_manifest("conflicted", 2, 2));
   set_phase("Running");
-  JobProgress progress;
-  progress.world_size = 4;
-  progress.started = 4;
-  progress.step = 10;
-  progress.loss = 3.25;
-  progress.tokens_per_s = 1280;
-  progress.total_steps = 40;
-  stages_.set_progress(key("conflicted"), progress);
+  stages_.set_progress(key("conflicted"), four_ranks_at(10));
   sync_job("conflicted");
   sync_members();
 
   // The job's cache stands still while the API's job moves on: the reconcile's status write,
   // which carries the due progress, conflicts.
-  testing::ApiTestServer& hub = *hub_->server();
-  hub.set_authorizer([](const testing::RequestAttributes& request) {
-    const bool job_read =
-        request.resource == "trainingjobs" && (request.verb == "list" || request.verb == "watch");
-    return !job_read && request.user.name != "system:anonymous";
-  });
-  hub.drop_watches();
+  hold_job_cache(true);
   hub_->admin().patch(jobs_, ns_, "conflicted", kube::PatchType::kMerge,
                       {{"metadata", {{"labels", {{"touched", "yes"}}}}}});
   EXPECT_TRUE(reconciler_->reconcile(key("conflicted")).requeue);
   EXPECT_FALSE(job("conflicted")["status"].contains("progress"))
       << job("conflicted")["status"].dump();
-  hub.set_authorizer(nullptr);
+  hold_job_cache(false);
 
   // An hour's interval has not passed, yet the progress is written now.
   reconcile("conflicted");

@@ -396,20 +396,39 @@ class TrainingJobReconcilerTest : public ::testing::Test {
   // On test servers: while held, pods can be neither listed nor watched in the members (open
   // watches are cut), so the member registry's pod caches stand still.
   void hold_member_pod_caches(bool held) {
-    for (const auto& member : members_) {
-      testing::ApiTestServer* server = member->server();
-      if (!server) continue;
-      if (!held) {
-        server->set_authorizer(nullptr);  // the default again
-        continue;
-      }
-      server->set_authorizer([](const testing::RequestAttributes& request) {
-        const bool pod_read =
-            request.resource == "pods" && (request.verb == "list" || request.verb == "watch");
-        return !pod_read && request.user.name != "system:anonymous";
-      });
-      server->drop_watches();
+    for (const auto& member : members_) hold_reads(member->server(), "pods", held);
+  }
+
+  // On the hub's test server: while held, TrainingJobs can be neither listed nor watched, so the
+  // reconciler's job cache stands still while the API's jobs move on.
+  void hold_job_cache(bool held) { hold_reads(hub_->server(), "trainingjobs", held); }
+
+  // What the stage service reports for a 2 x 2 job of 40 steps that has done `step` of them.
+  static JobProgress four_ranks_at(int64_t step) {
+    JobProgress progress;
+    progress.world_size = 4;
+    progress.started = 4;
+    progress.step = step;
+    progress.loss = 3.25;
+    progress.tokens_per_s = 1280;
+    progress.total_steps = 40;
+    return progress;
+  }
+
+  // While held, `resource` can be neither listed nor watched on `server` (open watches are
+  // cut); nothing on a real cluster (server == nullptr).
+  static void hold_reads(testing::ApiTestServer* server, const std::string& resource, bool held) {
+    if (!server) return;
+    if (!held) {
+      server->set_authorizer(nullptr);  // the default again
+      return;
     }
+    server->set_authorizer([resource](const testing::RequestAttributes& request) {
+      const bool read =
+          request.resource == resource && (request.verb == "list" || request.verb == "watch");
+      return !read && request.user.name != "system:anonymous";
+    });
+    server->drop_watches();
   }
 
   // The kubelet: every pod of the run in both members takes `phase`.

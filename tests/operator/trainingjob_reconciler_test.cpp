@@ -271,13 +271,7 @@ TEST_F(TrainingJobReconcilerTest, RunningFoldsProgressThenSucceeds) {
   EXPECT_EQ(phase(job("run")), "Starting") << "one pod Running is not the gang";
 
   set_phase("Running");
-  JobProgress progress;
-  progress.world_size = 4;
-  progress.started = 4;
-  progress.step = 10;
-  progress.loss = 3.25;
-  progress.tokens_per_s = 1280;
-  progress.total_steps = 40;
+  JobProgress progress = four_ranks_at(10);
   progress.last_checkpoint_step = 5;
   stages_.set_progress(key("run"), progress);
   reconcile("run");

@@ -10,13 +10,7 @@ TEST_F(TrainingJobReconcilerTest, RunningWritesEachStagesFiguresIntoTheStatus) {
   add_node(1, "b1", 2);
   create_and_place(job_manifest("figures", 2, 2));
   set_phase("Running");
-  JobProgress progress;
-  progress.world_size = 4;
-  progress.started = 4;
-  progress.step = 10;
-  progress.loss = 3.25;
-  progress.tokens_per_s = 1280;
-  progress.total_steps = 40;
+  JobProgress progress = four_ranks_at(10);
   progress.stages = {{.stage = 0,
                       .replica = 1,
                       .step = 11,
