@@ -38,10 +38,11 @@ struct GrpcProgressReporter::Stream {
 
 GrpcProgressReporter::GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address,
                                            std::shared_ptr<grpc::ChannelCredentials> credentials,
-                                           std::string token)
+                                           std::string token, milliseconds ack_timeout)
     : ProgressReporter(std::move(tasklet)),
       channel_(progress_channel(address, std::move(credentials))),
       token_(std::move(token)),
+      ack_timeout_(ack_timeout),
       sender_([this] { run(); }) {}
 
 GrpcProgressReporter::~GrpcProgressReporter() {
@@ -76,6 +77,7 @@ bool GrpcProgressReporter::flush(milliseconds within) {
 void GrpcProgressReporter::acknowledged(uint64_t sequence) {
   {
     std::lock_guard lock(mutex_);
+    ++acknowledgements_;
     while (!unacknowledged_.empty() && unacknowledged_.front().sequence() <= sequence) {
       pb::StageEvent& event = unacknowledged_.front();
       const int kind = event.event_case();
@@ -148,6 +150,10 @@ bool GrpcProgressReporter::stream_once() {
   uint64_t written = 0;  // the newest sequence written on this stream
   bool broken = false;
   std::unique_lock lock(mutex_);
+  // Since when a written event has waited with no reply; reset by every reply.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point waiting_since = Clock::now();
+  uint64_t replies_seen = acknowledgements_;
   // Writes without holding the lock (report() must never wait for the network).
   const auto write = [&](const pb::StageEvent& event) {
     lock.unlock();
@@ -174,7 +180,19 @@ bool GrpcProgressReporter::stream_once() {
       continue;
     }
     if (stopping_ && unacknowledged_.empty()) break;
-    changed_.wait(lock);
+    const bool awaiting_reply =
+        !unacknowledged_.empty() && unacknowledged_.front().sequence() <= written;
+    if (!awaiting_reply || acknowledgements_ != replies_seen) {
+      replies_seen = acknowledgements_;
+      waiting_since = Clock::now();
+    }
+    if (!awaiting_reply) {
+      changed_.wait(lock);
+    } else if (changed_.wait_until(lock, waiting_since + ack_timeout_) == std::cv_status::timeout &&
+               acknowledgements_ == replies_seen) {
+      broken = true;  // the server holds the stream but answers nothing
+      break;
+    }
   }
   stream_.reset();
   lock.unlock();

@@ -3,6 +3,9 @@
 // writes every event not yet acknowledged, and when the stream breaks (the server restarted,
 // the network dropped) opens a new one after a backoff (0.1 s doubling to 5 s) and sends
 // again from the first unacknowledged event. Training never waits for the server.
+// A stream whose written events get no acknowledgement for the ack timeout (5 s) is given up
+// and a new one opened: a server that froze (a SIGSTOPped operator whose connection the kernel
+// keeps open) would otherwise hold every event until it woke, while its successor waits.
 // A new stream first repeats the process's latest acknowledged Started, Step and
 // CheckpointWritten events (each unless a newer one of its kind is still unacknowledged): the
 // server at the other end may be a restarted operator that never saw what its predecessor
@@ -37,7 +40,8 @@ class GrpcProgressReporter : public ProgressReporter {
   // address: "host:port"; credentials: nullptr for an insecure channel; token: empty for none.
   GrpcProgressReporter(pb::Tasklet tasklet, const std::string& address,
                        std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
-                       std::string token = "");
+                       std::string token = "",
+                       std::chrono::milliseconds ack_timeout = std::chrono::seconds(5));
   // Stops the sender after a last flush of at most the destructor's grace (2 s).
   ~GrpcProgressReporter() override;
 
@@ -58,12 +62,14 @@ class GrpcProgressReporter : public ProgressReporter {
 
   const std::shared_ptr<grpc::Channel> channel_;
   const std::string token_;
+  const std::chrono::milliseconds ack_timeout_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<pb::StageEvent> unacknowledged_;  // in sequence order
   // The latest acknowledged event of each kind a new stream repeats, by event_case().
   std::map<int, pb::StageEvent> recap_;
   uint64_t last_sequence_ = 0;      // of the newest event queued
+  uint64_t acknowledgements_ = 0;   // replies read, over every stream
   bool stopping_ = false;           // no more events will come: end once they are delivered
   bool abandon_ = false;            // end now, delivered or not
   std::shared_ptr<Stream> stream_;  // the stream in flight

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 
+#include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "noderuntime/stage/grpc_progress_reporter.h"
@@ -99,6 +101,59 @@ TEST(ProgressServer, EventsSentWhileTheServerRestartsAreDeliveredToTheNewOne) {
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].step().step(), 2);
   EXPECT_EQ(events[1].step().step(), 3);
+}
+
+// A server that keeps its first stream open and reads it but never replies (an operator frozen
+// by SIGSTOP: the kernel keeps its connection and takes the writes), and replies on later ones.
+class SilentOnItsFirstStream final : public pb::StageProgress::Service {
+ public:
+  grpc::Status Report(grpc::ServerContext* context,
+                      grpc::ServerReaderWriter<pb::ReportReply, pb::StageEvent>* stream) override {
+    const int stream_number = ++streams_;
+    pb::StageEvent event;
+    while (stream->Read(&event)) {
+      if (stream_number == 1) continue;
+      {
+        const std::lock_guard lock(mutex_);
+        received_steps_.push_back(event.step().step());
+      }
+      pb::ReportReply reply;
+      reply.set_received(event.sequence());
+      if (!stream->Write(reply)) break;
+    }
+    return context->IsCancelled() ? grpc::Status::CANCELLED : grpc::Status::OK;
+  }
+  int streams() const { return streams_; }
+  std::vector<int64_t> received_steps() const {
+    const std::lock_guard lock(mutex_);
+    return received_steps_;
+  }
+
+ private:
+  std::atomic<int> streams_{0};
+  mutable std::mutex mutex_;
+  std::vector<int64_t> received_steps_;
+};
+
+TEST(ProgressServer, AStreamWhoseServerNeverRepliesIsGivenUpAndTheEventsSentOnANewOne) {
+  SilentOnItsFirstStream service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  {
+    stage::GrpcProgressReporter reporter(tasklet(10, 0), "127.0.0.1:" + std::to_string(port),
+                                         nullptr, "", 300ms);
+    reporter.report(step(1));
+    reporter.report(step(2));
+    // Without the ack timeout the first stream stays open and nothing is ever acknowledged.
+    EXPECT_TRUE(reporter.flush(20s));
+  }
+  server->Shutdown();
+  EXPECT_GE(service.streams(), 2);
+  EXPECT_EQ(service.received_steps(), (std::vector<int64_t>{1, 2}));
 }
 
 // A restarted server (an operator that took over) never saw what its predecessor acknowledged:
