@@ -4,7 +4,8 @@
 // Speed (the default): the job file (examples/local/fables-low-communication.yaml: two replicas,
 // one per site, over a 50 Mbit/s, 50 ms link) runs twice in one invocation, as written and with
 // its data_parallel section removed (synchronous: every step's gradients all-reduced across the
-// link). For each: tokens/s (the global batch over the median step time, the first step left out)
+// link). For each: tokens/s (the global batch over the run's iteration time: the median step
+// time synchronously, the mean in the mode, whose sync steps are longer; the first step left out)
 // and the final loss: the mean over the last 10% of the steps (at least 10) of the mean over the
 // ranks of the loss each reports (in the mode each replica reports its own batch's loss; the mean
 // over ranks is the global batch's). Goals: >= 3x the tokens/s, final loss within 3%.

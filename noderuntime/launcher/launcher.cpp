@@ -276,7 +276,8 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   // The processes say where they resumed; when none got to say it, the checkpoint the launcher
   // saw is where they were to resume.
   result.resumed_from = tracker.resumed_from() ? tracker.resumed_from() : resuming;
-  result.measured_iteration_s = tracker.iteration_s();
+  result.measured_iteration_s =
+      job.data_parallel.enabled ? tracker.mean_step_s() : tracker.iteration_s();
   for (int rank = 0; rank < job.world_size(); ++rank) {
     result.ranks[rank].steps = tracker.per_rank()[rank];
   }

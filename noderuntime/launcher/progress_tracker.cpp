@@ -78,12 +78,17 @@ void ProgressTracker::add_start(int rank, std::optional<int64_t> resumed_from) {
 }
 
 std::optional<double> ProgressTracker::eta_s() const {
+  const std::optional<double> mean = mean_step_s();
+  if (!mean) return std::nullopt;
+  return *mean * double(steps_ - done_.back().step);
+}
+
+std::optional<double> ProgressTracker::mean_step_s() const {
   if (done_.empty()) return std::nullopt;
   const size_t first = done_.size() > 1 ? 1 : 0;
   double sum = 0;
   for (size_t i = first; i < done_.size(); ++i) sum += done_[i].step_s;
-  const double mean = sum / double(done_.size() - first);
-  return mean * double(steps_ - done_.back().step);
+  return sum / double(done_.size() - first);
 }
 
 std::optional<double> ProgressTracker::iteration_s() const {

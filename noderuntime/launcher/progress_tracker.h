@@ -46,6 +46,9 @@ class ProgressTracker {
   // The representative iteration time: the median step time, the first step left out when
   // there are more.
   std::optional<double> iteration_s() const;
+  // The mean step time, the first step left out when there are more: the iteration of a job
+  // whose steps differ by design (the low-communication mode's sync steps).
+  std::optional<double> mean_step_s() const;
   // "step 12/300  loss 2.3456  18.2k tok/s  bubble 31%  net wait 0.12 s  ETA 0:53"
   std::string progress_line(const progress::StepMetrics& summary) const;
 

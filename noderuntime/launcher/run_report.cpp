@@ -137,7 +137,12 @@ void timing_section(std::ostream& o, const LocalJob& job, const LocalRunResult& 
     << printf_text("| bubble (mean over ranks) | %.1f%% | %.1f%% |\n", 100 * bubble,
                    100 * sim.bubble_fraction)
     << "| network wait per rank | " << seconds(wait) << " | " << seconds(sim_wait) << " |\n\n"
-    << "Measured: the median over the steps after the first of the slowest rank's step time. "
+    << (job.data_parallel.enabled
+            ? "Measured: the mean over the steps after the first of the slowest rank's step "
+              "time (in the low-communication mode one step in every sync period also waits "
+              "for the exchange; the prediction is the mean over a period). "
+            : "Measured: the median over the steps after the first of the slowest rank's step "
+              "time. ")
     << "Predicted: one iteration replayed event by event (the planner's closed form says "
     << seconds(r.plan.closed_form_s) << "). Reproduce it with\n\n```\n"
     << r.simulate_command << "\n```\n\n"

@@ -37,9 +37,11 @@ struct LocalRunResult {
   // (rank 1)"; empty when nothing was.
   std::vector<std::string> resume_skipped;
   std::vector<RankRecord> ranks;
-  std::optional<double> measured_iteration_s;  // median step time, the first step left out
-  double unigram_entropy = 0;                  // nats, of the training data's bytes
-  std::string data_description;                // "file x.txt (412 KB)"
+  // The first step left out: the median step time; in the low-communication mode the mean,
+  // since one step in every H also waits for the sync and the prediction is a cycle's mean.
+  std::optional<double> measured_iteration_s;
+  double unigram_entropy = 0;    // nats, of the training data's bytes
+  std::string data_description;  // "file x.txt (412 KB)"
   std::string output_dir;
   std::string simulate_command;  // reproduces the prediction
   bool trace_written = false;
