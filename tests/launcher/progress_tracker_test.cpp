@@ -61,6 +61,10 @@ TEST(ProgressTracker, EtaAndIterationLeaveTheFirstStepOut) {
   EXPECT_DOUBLE_EQ(*tracker.iteration_s(), 2.0);  // median of 1, 3, 2
   const std::string line = tracker.progress_line(tracker.steps().back());
   EXPECT_EQ(line, "step 4/10  loss 3.0000  500 tok/s  bubble 0%  net wait 0.000 s  ETA 0:12");
+  EXPECT_DOUBLE_EQ(*tracker.mean_step_s(), 2.0);  // mean of 1, 3, 2
+  tracker.add_step(0, step_line(5, 3, 6.0, 0, 0));  // one longer step (a sync's) moves the mean
+  EXPECT_DOUBLE_EQ(*tracker.iteration_s(), 2.5);
+  EXPECT_DOUBLE_EQ(*tracker.mean_step_s(), 3.0);  // mean of 1, 3, 2, 6
 }
 
 TEST(ProgressTracker, StepsOutOfRangeOrRepeatedAreRefusedNamingTheRank) {
