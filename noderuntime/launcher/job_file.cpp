@@ -62,8 +62,14 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
   file.job_id = job_id;
   file.model_name = job.workload.name;
   file.layer_split = plan.layer_split;
+  if (!paths.rank_hosts.empty() && static_cast<int>(paths.rank_hosts.size()) != job.world_size()) {
+    throw LocalJobError(
+        "cannot write the stage processes' job file: " + std::to_string(paths.rank_hosts.size()) +
+        " rank hosts for " + std::to_string(job.world_size()) + " ranks (one per rank, or none)");
+  }
   for (int r = 0; r < job.world_size(); ++r) {
-    file.ranks.push_back({r % job.stages, r / job.stages, "127.0.0.1", 0, ""});
+    const std::string host = paths.rank_hosts.empty() ? "127.0.0.1" : paths.rank_hosts[r];
+    file.ranks.push_back({r % job.stages, r / job.stages, host, 0, ""});
   }
   if (job.data.kind == stage::DataSpec::Kind::kText) file.data_path = job.data.path;
   if (job.checkpoint_interval >= 0) file.checkpoint_dir = paths.checkpoint_dir;
@@ -74,6 +80,7 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
   }
   file.trace_pattern = paths.trace_pattern;
   file.links = {{"topology", paths.topology}, {"devices", plan.device_of_rank}};
+  if (!paths.shape_links) file.links["shape"] = false;
   if (job.data_parallel.enabled) file.data_parallel = stage::data_parallel_json(job.data_parallel);
   if (job.training.optimizer != stage::InnerOptimizer::kAdamW) {
     file.optimizer = stage::to_string(job.training.optimizer);

@@ -1,8 +1,9 @@
 // The job.json every stage process of a local job reads (noderuntime/stage/job_spec.h), built
 // from the local job and its plan by the one writer of the file (api/stage_job_file.h, which the
-// operator uses too): ranks r = replica x stages + stage on 127.0.0.1, each binding a port the
-// kernel picks and finding the others through the launcher's rendezvous, each link shaped like
-// the (localized) topology's link between the two ranks' devices.
+// operator uses too): ranks r = replica x stages + stage on 127.0.0.1 (or the hosts given), each
+// binding a port the kernel picks and finding the others through the launcher's rendezvous, each
+// link shaped like the (localized) topology's link between the two ranks' devices (or, with
+// shape_links false, described by it: the network between the hosts is the link).
 #pragma once
 
 #include <cstdint>
@@ -22,9 +23,14 @@ struct JobFilePaths {
   std::string progress_address;    // the launcher's progress server; empty: stdout
   std::string rendezvous_address;  // the launcher's rendezvous server
   std::string token_file;          // the job's token for it
+  // Per rank, the host it binds and is reached at; empty: every rank on 127.0.0.1.
+  std::vector<std::string> rank_hosts;
+  // false: links."shape": false (noderuntime/stage/job_spec.h), nothing shaped in user space.
+  bool shape_links = true;
 };
 
-// Throws LocalJobError when a value cannot go into the file (e.g. a path that is not UTF-8).
+// Throws LocalJobError when a value cannot go into the file (e.g. a path that is not UTF-8, or
+// rank_hosts neither empty nor one per rank).
 nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
                                      const JobFilePaths& paths, uint64_t job_id);
 

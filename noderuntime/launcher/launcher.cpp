@@ -75,6 +75,22 @@ std::optional<int64_t> check_resume(const LocalJob& job, const fs::path& dir) {
   return latest;
 }
 
+// The network's devices name every device of the topology once, each with a host.
+void check_network(const LocalNetwork& network, const placement::Topology& topology) {
+  if (network.server_host.empty()) throw LocalJobError("network.server_host: must not be empty");
+  if (network.devices.empty()) return;
+  if (static_cast<int>(network.devices.size()) != topology.size()) {
+    throw LocalJobError("network.devices: " + std::to_string(network.devices.size()) +
+                        " entries for the " + std::to_string(topology.size()) +
+                        " devices of topology '" + topology.id + "' (one per device)");
+  }
+  for (size_t d = 0; d < network.devices.size(); ++d) {
+    if (network.devices[d].host.empty()) {
+      throw LocalJobError("network.devices[" + std::to_string(d) + "].host: must not be empty");
+    }
+  }
+}
+
 void say(std::FILE* out, const std::string& text) {
   if (!out) return;
   std::fprintf(out, "%s\n", text.c_str());
@@ -146,10 +162,11 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   describe_data(job, result);
 
   // Plan on the job's network with this machine's measured compute.
-  const placement::Topology network = job_topology(job);
+  const placement::Topology topology = job_topology(job);
+  check_network(options.network, topology);
   const ComputeSpeed speed =
       measure_compute_speed(job.workload, job.training.threads, job.world_size());
-  result.plan = plan_local_job(job, network, speed, options.placement_file);
+  result.plan = plan_local_job(job, topology, speed, options.placement_file);
   result.output_dir = dir.string();
   result.simulate_command = simulate_command(job, dir);
   std::error_code ec;
@@ -163,9 +180,11 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   write_file(dir / "model.yaml", placement::workload_to_yaml(job.workload));
   write_file(dir / "placement.json", placement::placement_to_json(result.plan.placement).dump(2));
   const uint64_t job_id = new_job_id();
-  ProgressServer progress(job_id);
+  const LocalNetwork& network = options.network;
+  ProgressServer progress(job_id, 0, network.server_host);
   // The stage processes bind ports the kernel picks and find each other here.
-  rendezvous::RendezvousServer rendezvous("127.0.0.1:0", grpc::InsecureServerCredentials());
+  rendezvous::RendezvousServer rendezvous(network.server_host + ":0",
+                                          grpc::InsecureServerCredentials());
   const std::string token = new_token();
   rendezvous.table().add_job(job_id, job.world_size(), token);
   const fs::path token_path = dir / "rendezvous.token";
@@ -173,11 +192,18 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   fs::permissions(token_path, fs::perms::owner_read | fs::perms::owner_write, ec);
   JobFilePaths paths;
   paths.progress_address = progress.address();
-  paths.rendezvous_address = "127.0.0.1:" + std::to_string(rendezvous.port());
+  paths.rendezvous_address = network.server_host + ":" + std::to_string(rendezvous.port());
   paths.token_file = fs::absolute(token_path).string();
   paths.topology = topology_path.string();
   paths.checkpoint_dir = (dir / "checkpoints").string();
   if (options.trace) paths.trace_pattern = (dir / "traces" / "trace-{rank}.json").string();
+  std::vector<std::vector<std::string>> command_prefixes;
+  for (int rank = 0; rank < job.world_size() && !network.devices.empty(); ++rank) {
+    const DeviceHost& device = network.devices[result.plan.device_of_rank[rank]];
+    paths.rank_hosts.push_back(device.host);
+    command_prefixes.push_back(device.command_prefix);
+  }
+  paths.shape_links = network.shape_links;
   const std::string job_text = make_job_json(job, result.plan, paths, job_id).dump(2) + "\n";
   const fs::path job_path = dir / "job.json";
   write_file(job_path, job_text);
@@ -212,7 +238,7 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   {
     StopSignals signals;
     StageProcesses processes(binary, job_path.string(), labels, (dir / "logs").string(),
-                             {"--device", options.device});
+                             {"--device", options.device}, command_prefixes);
     // Each rank says on its log what it computes on; ranks computing in another precision than
     // the job's (a bf16 job in fp32 on the CPU) are said once here, when every rank has said
     // (or at the end, of those that did).

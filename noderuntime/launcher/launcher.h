@@ -17,11 +17,34 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "noderuntime/launcher/local_job.h"
 #include "noderuntime/launcher/run_result.h"
 
 namespace tessel::launcher {
+
+// Where the ranks placed on one device of the job's topology run (LocalNetwork).
+struct DeviceHost {
+  std::string host;  // the IPv4 address they bind and are reached at
+  // Runs each of their processes, e.g. {"ip", "netns", "exec", "site-a"} (it must exec the
+  // command it is given in the same process); empty: started directly.
+  std::vector<std::string> command_prefix;
+};
+
+// Where the ranks run and what carries their links. The default: every rank on this machine's
+// loopback, every link shaped in user space inside the transport like the topology's link.
+struct LocalNetwork {
+  // The launcher's rendezvous and progress servers listen on this host (IPv4); the ranks dial it.
+  std::string server_host = "127.0.0.1";
+  // Per device of the job's topology (index = device id): where the ranks the plan puts on it
+  // run; empty: every rank on 127.0.0.1, started directly.
+  std::vector<DeviceHost> devices;
+  // false: the network between the devices' hosts is itself the link (e.g. network namespaces
+  // joined by an emulator that the kernel's TCP sees): nothing is shaped in user space, and the
+  // topology's bandwidths still size each link's TCP streams with the RTT the kernel measures.
+  bool shape_links = true;
+};
 
 struct LocalRunOptions {
   std::string output_dir;      // created; report.md, loss.svg, trace.json, job.json, logs/ ...
@@ -36,9 +59,11 @@ struct LocalRunOptions {
   std::FILE* out = stdout;  // progress and summary; nullptr: silent
   std::FILE* err = stderr;  // why the run failed, a report not written; nullptr: silent
   bool tty = false;         // rewrite the progress line in place instead of one per step
+  LocalNetwork network;
 };
 
-// Throws LocalJobError (bad job, --device, placement, topology or missing tessel-stage, a file or
+// Throws LocalJobError (bad job, --device, placement, topology, network.devices not one per
+// device of the topology, or missing tessel-stage, a file or
 // folder that cannot be written, a resumed job whose checkpoint already holds its last step) before
 // any process starts; afterwards every outcome is in the result (and the report): a report that
 // cannot be written is result.report_error, said after the run's own outcome (exit status 1

@@ -47,7 +47,7 @@ class ProgressServer::Queue {
   std::vector<pb::StageEvent> waiting_;
 };
 
-ProgressServer::ProgressServer(uint64_t job_id, int port)
+ProgressServer::ProgressServer(uint64_t job_id, int port, std::string host)
     : queue_(std::make_unique<Queue>()),
       service_(std::make_unique<progress::ProgressService>(
           [job_id](const grpc::ServerContext&, const pb::StageEvent& event) {
@@ -58,9 +58,10 @@ ProgressServer::ProgressServer(uint64_t job_id, int port)
                                     std::to_string(t.job_id()) + ", this launcher runs job " +
                                     std::to_string(job_id));
           },
-          [queue = queue_.get()](pb::StageEvent event) { queue->push(std::move(event)); })) {
+          [queue = queue_.get()](pb::StageEvent event) { queue->push(std::move(event)); })),
+      host_(std::move(host)) {
   grpc::ServerBuilder builder;
-  const std::string address = "127.0.0.1:" + std::to_string(port);
+  const std::string address = host_ + ":" + std::to_string(port);
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_->service());
   server_ = builder.BuildAndStart();
@@ -75,7 +76,7 @@ ProgressServer::~ProgressServer() {
   server_->Wait();
 }
 
-std::string ProgressServer::address() const { return "127.0.0.1:" + std::to_string(port_); }
+std::string ProgressServer::address() const { return host_ + ":" + std::to_string(port_); }
 
 int ProgressServer::wake_fd() const { return queue_->wake_fd(); }
 

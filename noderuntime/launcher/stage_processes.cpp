@@ -23,8 +23,9 @@ namespace {
 
 // In the child between fork and exec: only async-signal-safe calls. Reports a failure to exec
 // as errno on the status pipe, which closes unread (O_CLOEXEC) when the exec succeeds.
-[[noreturn]] void exec_child(const char* binary, char* const argv[], const char* log_path,
-                             pid_t group, pid_t parent, int status_fd) {
+// A prefix's program is looked up in PATH; the stage binary itself is run as given.
+[[noreturn]] void exec_child(const char* program, bool search_path, char* const argv[],
+                             const char* log_path, pid_t group, pid_t parent, int status_fd) {
   const auto fail = [status_fd] { child_failed(status_fd); };
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail();
   if (getppid() != parent) _exit(127);  // the launcher died before prctl
@@ -44,7 +45,11 @@ namespace {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  execv(binary, argv);
+  if (search_path) {
+    execvp(program, argv);
+  } else {
+    execv(program, argv);
+  }
   child_failed(status_fd);
 }
 
@@ -62,7 +67,13 @@ std::string StageExit::describe() const {
 
 StageProcesses::StageProcesses(const std::string& binary, const std::string& job_path,
                                const std::vector<std::string>& labels, const std::string& log_dir,
-                               const std::vector<std::string>& extra_args) {
+                               const std::vector<std::string>& extra_args,
+                               const std::vector<std::vector<std::string>>& command_prefixes) {
+  if (!command_prefixes.empty() && command_prefixes.size() != labels.size()) {
+    throw std::invalid_argument("stage processes: " + std::to_string(command_prefixes.size()) +
+                                " command prefixes for " + std::to_string(labels.size()) +
+                                " ranks (one per rank, or none)");
+  }
   children_.resize(labels.size());
   try {
     for (size_t r = 0; r < labels.size(); ++r) {
@@ -71,7 +82,8 @@ StageProcesses::StageProcesses(const std::string& binary, const std::string& job
       child.label = labels[r];
       child.log_path =
           (std::filesystem::path(log_dir) / ("rank-" + std::to_string(r) + ".log")).string();
-      start(binary, job_path, extra_args, child);
+      start(binary, job_path, extra_args,
+            command_prefixes.empty() ? std::vector<std::string>{} : command_prefixes[r], child);
     }
   } catch (...) {
     kill_and_reap_all();
@@ -82,13 +94,15 @@ StageProcesses::StageProcesses(const std::string& binary, const std::string& job
 StageProcesses::~StageProcesses() { kill_and_reap_all(); }
 
 void StageProcesses::start(const std::string& binary, const std::string& job_path,
-                           const std::vector<std::string>& extra_args, StageChild& child) {
+                           const std::vector<std::string>& extra_args,
+                           const std::vector<std::string>& prefix, StageChild& child) {
   int status[2];
   if (pipe2(status, O_CLOEXEC) != 0) {
     throw std::runtime_error("pipe: " + std::string(strerror(errno)));
   }
   const std::string rank = std::to_string(child.rank);
-  std::vector<std::string> args = {binary, "--job", job_path, "--rank", rank};
+  std::vector<std::string> args = prefix;
+  args.insert(args.end(), {binary, "--job", job_path, "--rank", rank});
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -100,7 +114,8 @@ void StageProcesses::start(const std::string& binary, const std::string& job_pat
     throw std::runtime_error("fork: " + std::string(strerror(errno)));
   }
   if (pid == 0) {
-    exec_child(binary.c_str(), argv.data(), child.log_path.c_str(), group_, parent, status[1]);
+    exec_child(args.front().c_str(), !prefix.empty(), argv.data(), child.log_path.c_str(), group_,
+               parent, status[1]);
   }
   if (group_ == 0) group_ = pid;
   setpgid(pid, group_);  // also here: whichever of parent and child runs first sets it
@@ -112,8 +127,8 @@ void StageProcesses::start(const std::string& binary, const std::string& job_pat
   }
   close(status[0]);
   if (n > 0) {
-    throw std::runtime_error("rank " + rank + " (" + child.label + "): cannot start " + binary +
-                             ": " + strerror(error));
+    throw std::runtime_error("rank " + rank + " (" + child.label + "): cannot start " +
+                             args.front() + ": " + strerror(error));
   }
 }
 

@@ -37,11 +37,15 @@ struct StageChild {
 class StageProcesses {
  public:
   // Starts `binary --job job_path --rank r [extra_args...]` for every label (rank r = its
-  // index). Throws std::runtime_error naming the rank when one cannot be started (the others are
-  // killed).
+  // index), behind rank r's command prefix when it has one (command_prefixes[r], e.g. {"ip",
+  // "netns", "exec", "site-a"}: its first word is looked up in PATH, and it must exec the rest
+  // in the same process, so that signals and the exit status are the stage process's). Throws
+  // std::runtime_error naming the rank when one cannot be started (the others are killed), or
+  // std::invalid_argument when command_prefixes is neither empty nor one per label.
   StageProcesses(const std::string& binary, const std::string& job_path,
                  const std::vector<std::string>& labels, const std::string& log_dir,
-                 const std::vector<std::string>& extra_args = {});
+                 const std::vector<std::string>& extra_args = {},
+                 const std::vector<std::vector<std::string>>& command_prefixes = {});
   ~StageProcesses();
   StageProcesses(const StageProcesses&) = delete;
   StageProcesses& operator=(const StageProcesses&) = delete;
@@ -58,7 +62,8 @@ class StageProcesses {
 
  private:
   void start(const std::string& binary, const std::string& job_path,
-             const std::vector<std::string>& extra_args, StageChild& child);
+             const std::vector<std::string>& extra_args, const std::vector<std::string>& prefix,
+             StageChild& child);
   void kill_and_reap_all();
 
   std::vector<StageChild> children_;

@@ -52,7 +52,11 @@
 //                                 directions between ranks a and b; gbps 0 means unlimited.
 //            or {"topology": "topo.yaml", "devices": [3, 7, ...]}: every link shaped like the
 //                                 placement topology's link between the two ranks' devices
-//                                 (devices[rank]; one device's ranks unshaped), "pairs" on top
+//                                 (devices[rank]; one device's ranks unshaped), "pairs" on top.
+//             "shape": false (default true): the network between the ranks' hosts is itself
+//                                 the link (real, or emulated where the kernel's TCP sees it):
+//                                 nothing is shaped in user space, and each link's bandwidth
+//                                 sizes its TCP streams (stream_plan.h) with the measured RTT
 //   "timeouts": {"connect_s": 60, "io_s": 300},   io_s must exceed the longest compute a peer
 //                                 can wait through (a silent peer fails after io_s)
 //   "checkpoint": {"dir": "ckpt", "interval": 10 (0: only when stopped), "resume": true,
@@ -154,6 +158,9 @@ struct JobSpec {
   // Per rank, its island's label ("" for none); empty when no rank has one.
   std::vector<std::string> islands;
   std::optional<transport::LinkEmulator> links;
+  // links."shape": false keeps `links` as what the network provides (its bandwidths size the TCP
+  // streams) and shapes nothing in user space.
+  bool shape_links = true;
   std::chrono::milliseconds connect_timeout{60000};
   std::chrono::milliseconds io_timeout{300000};
   CheckpointSpec checkpoint;

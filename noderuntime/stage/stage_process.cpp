@@ -78,7 +78,16 @@ std::unique_ptr<transport::TcpCommunicator> connect(const JobSpec& job, int rank
   }
   options.connect_timeout = job.connect_timeout;
   options.io_timeout = job.io_timeout;
-  options.links = job.links;
+  if (job.shape_links) {
+    options.links = job.links;
+  } else if (job.links) {
+    // The network is the link: its bandwidths size the streams (with the RTT the kernel
+    // measures), and nothing is shaped here.
+    for (int peer = 0; peer < job.layout.world_size(); ++peer) {
+      options.link_capacity.push_back(peer == rank ? 0.0
+                                                   : job.links->shape(rank, peer).bytes_per_s);
+    }
+  }
   return std::make_unique<transport::TcpCommunicator>(std::move(options), listener);
 }
 
