@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "placement/limits.h"
 #include "placement/workload.h"
 
 namespace tessel::placement {
@@ -18,6 +19,13 @@ DataParallelKind parse_data_parallel_kind(const std::string& text) {
 
 void DataParallelMode::validate(const std::string& source) const {
   if (!low_communication()) return;
+  if (!(sync_overhead > 0 && sync_overhead <= kMaxSyncOverhead))
+    throw WorkloadError(source + ": data_parallel.sync_overhead: must be in (0, " +
+                        number_text(kMaxSyncOverhead) + "] (a fraction of the inner step), got " +
+                        number_text(sync_overhead));
+  if (!choose_sync_every && sync_overhead != kDefaultSyncOverhead)
+    throw WorkloadError(source +
+                        ": data_parallel.sync_overhead: applies only when sync_every is auto");
   if (sync_every < 1 || sync_every > kMaxSyncEvery)
     throw WorkloadError(source + ": data_parallel.sync_every: must be in [1, " +
                         std::to_string(kMaxSyncEvery) + "], got " + std::to_string(sync_every));

@@ -12,6 +12,7 @@
 #include "placement/outer_sync_cost.h"
 #include "placement/ring_allreduce.h"
 #include "placement/schedule.h"
+#include "placement/sync_period.h"
 
 namespace tessel::placement {
 namespace {
@@ -89,6 +90,15 @@ double FullCostModel::tie_s(int a, int b) const {
   const double bytes_per_s =
       std::min(topology_.bandwidth_gbps(a, b), topology_.bandwidth_gbps(b, a)) * 1e9 / 8;
   return 2 * lat_s + workload_.table_gradient_bytes() / bytes_per_s;
+}
+
+double FullCostModel::settle_sync_every(PipelineTiming& timing) const {
+  const double step = predict_inner_step_s(spec_, timing);
+  const DataParallelMode& mode = workload_.data_parallel;
+  if (mode.low_communication() && mode.choose_sync_every)
+    timing.outer_sync.sync_every =
+        choose_sync_every(step, outer_sync_stall_s(timing, step), mode.sync_overhead).sync_every;
+  return step;
 }
 
 // Low-communication mode: the per-step sum of an island's replicas spans their pipelines too,
@@ -176,6 +186,7 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
   }
   // The outer sync: the stop vote goes round every rank (the longest latency); decoding the
   // deltas and the outer step touch a few arrays per parameter, priced like the optimizer step.
+  // With the planner choosing H, mode.sync_every stands in until settle_sync_every replaces it.
   t.outer_sync = OuterSyncTiming{};
   if (mode.low_communication())
     t.outer_sync = OuterSyncTiming{mode.sync_every, mode.delayed, world_sync_s_, t.optimizer_s};
@@ -205,9 +216,7 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
   }
   s.feasible = split.feasible;
   s.overflow_bytes = split.overflow_bytes;
-  if (mode.low_communication())
-    data_parallel = std::max(t.embedding_allreduce_s, data_parallel_comm_per_step_s(t));
-  s.data_parallel_s = data_parallel;
+  s.data_parallel_s = data_parallel;  // the mode's: in finish, once H is settled
   if (detail) detail->split = std::move(split);
   if (s.rings.size() > (size_t{1} << 18)) s.rings.clear();
 }
@@ -215,9 +224,13 @@ void FullCostModel::fill_stages(const std::vector<const std::vector<int>*>& memb
 CostBreakdown FullCostModel::finish(CostScratch& base) const {
   auto& s = static_cast<FullCostScratch&>(base);
   CostBreakdown c;
-  c.pipeline_s = predict_iteration_s(spec_, s.timing);
+  const double step = settle_sync_every(s.timing);
+  c.pipeline_s = amortised_iteration_s(s.timing, step);
   c.total_s = c.pipeline_s;
   c.data_parallel_s = s.data_parallel_s;
+  if (workload_.data_parallel.low_communication())
+    c.data_parallel_s =
+        std::max(s.timing.embedding_allreduce_s, data_parallel_comm_per_step_s(s.timing));
   c.feasible = s.feasible;
   if (!s.feasible) c.total_s = kInfeasibleCost + s.overflow_bytes / double(1ULL << 30);
   s.bound_caches();
@@ -298,6 +311,7 @@ PipelineTiming FullCostModel::pipeline_timing(const std::vector<std::vector<int>
           std::max(s.timing.embedding_allreduce_s, tie_s(pipe[0], pipe[p - 1]));
     }
   }
+  settle_sync_every(s.timing);
   if (layer_split) *layer_split = detail.split.layers;
   return s.timing;
 }

@@ -20,7 +20,9 @@
 // In the low-communication mode (workload.data_parallel) step 3's all-reduces run inside each
 // site's island only, the per-step sum of loss and norm too, and every H steps each stage
 // exchanges its encoded delta between the islands (island_sync.h), amortised over H
-// (outer_sync_cost.h).
+// (outer_sync_cost.h). When the planner chooses H (DataParallelMode::choose_sync_every), it is
+// chosen for each layout priced, from that layout's inner step and stall (sync_period.h), and
+// the timings pipeline_timing() returns carry it.
 // A placement whose stages cannot fit in memory costs 1e6 s plus its overflow in GiB, so the
 // search still moves towards feasibility.
 #pragma once
@@ -75,6 +77,9 @@ class FullCostModel final : public CostModel {
   void fill_stages(const std::vector<const std::vector<int>*>& members, CostScratch& scratch,
                    Detail* detail) const;
   CostBreakdown finish(CostScratch& scratch) const;
+  // The inner step of a complete timing (hops included); when the planner chooses H, sets
+  // timing.outer_sync.sync_every to the H chosen for it.
+  double settle_sync_every(PipelineTiming& timing) const;
   void step_sum_over_hops(PipelineTiming& timing) const;
   // The tied table's sum between devices a and b (first and last stage of one replica).
   double tie_s(int a, int b) const;

@@ -1,6 +1,8 @@
 #include "placement/island_sync.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace tessel::placement {
 
@@ -58,8 +60,13 @@ double island_latency_s(const Topology& topology, const std::vector<std::vector<
 
 double data_parallel_bytes_per_step(const Topology& topology, const Workload& workload,
                                     const std::vector<std::vector<int>>& stage_groups,
-                                    const std::vector<int>& layers) {
+                                    const std::vector<int>& layers, int sync_every) {
   const DataParallelMode& mode = workload.data_parallel;
+  if (mode.low_communication() && sync_every < 1)
+    throw std::invalid_argument(
+        "data_parallel_bytes_per_step: the low-communication mode needs "
+        "the H it was priced at, got " +
+        std::to_string(sync_every));
   const int p = static_cast<int>(stage_groups.size());
   auto ring_bytes = [](size_t n, double bytes) {
     return n > 1 ? 2.0 * double(n - 1) / double(n) * bytes : 0.0;
@@ -74,8 +81,8 @@ double data_parallel_bytes_per_step(const Topology& topology, const Workload& wo
       const auto islands = site_islands(topology, stage_groups[s]);
       for (const auto& island : islands) bytes = std::max(bytes, ring_bytes(island.size(), summed));
       const int64_t params = workload.stage_parameters(layers[s], first, last);
-      bytes += delta_exchange_bytes(islands, delta_encoding_bytes(params, mode.delta_bits)) /
-               mode.sync_every;
+      bytes +=
+          delta_exchange_bytes(islands, delta_encoding_bytes(params, mode.delta_bits)) / sync_every;
     } else {
       bytes = ring_bytes(stage_groups[s].size(), summed);
     }

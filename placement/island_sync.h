@@ -35,9 +35,11 @@ double island_latency_s(const Topology& topology, const std::vector<std::vector<
 // Bytes of data-parallel traffic one rank receives per step, the busiest stage's (stage_groups[s]:
 // its devices, layers[s]: its layers): synchronous, the ring all-reduce's 2 (n-1)/n of the
 // gradients (and of the tied table on the first and last stage); low-communication, the same
-// inside its island plus delta_exchange_bytes / H.
+// inside its island plus delta_exchange_bytes / H, H = sync_every (the H the layout was priced
+// at: its PipelineTiming's outer_sync.sync_every, which the planner may have chosen; ignored
+// when synchronous). Throws std::invalid_argument for the mode with sync_every < 1.
 double data_parallel_bytes_per_step(const Topology& topology, const Workload& workload,
                                     const std::vector<std::vector<int>>& stage_groups,
-                                    const std::vector<int>& layers);
+                                    const std::vector<int>& layers, int sync_every);
 
 }  // namespace tessel::placement

@@ -388,13 +388,17 @@ double with_gradient_sync(const PipelineTiming& timing, const LastBackward& last
 }  // namespace
 
 double predict_iteration_s(const ScheduleSpec& spec, const PipelineTiming& timing) {
+  return amortised_iteration_s(timing, predict_inner_step_s(spec, timing));
+}
+
+double predict_inner_step_s(const ScheduleSpec& spec, const PipelineTiming& timing) {
   validate_schedule_spec(spec);
   validate_pipeline_timing(spec, timing);
   const VirtualPipeline vp = fold(spec, timing);
   const LastBackward last = spec.kind == ScheduleKind::GPipe
                                 ? gpipe_last_backward(vp, spec.micro_batches)
                                 : one_f_one_b_last_backward(vp);
-  return amortised_iteration_s(timing, with_gradient_sync(timing, last));
+  return with_gradient_sync(timing, last);
 }
 
 }  // namespace tessel::placement

@@ -20,4 +20,8 @@ namespace tessel::placement {
 // not fit it.
 double predict_iteration_s(const ScheduleSpec& spec, const PipelineTiming& timing);
 
+// One step without the outer sync: the iteration of synchronous data parallelism, the inner
+// step of the low-communication mode (predict_iteration_s amortises the outer sync on top).
+double predict_inner_step_s(const ScheduleSpec& spec, const PipelineTiming& timing);
+
 }  // namespace tessel::placement

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "placement/limits.h"
+#include "placement/sync_period.h"
 #include "placement/workload.h"
 
 namespace tessel::placement {
@@ -66,10 +67,24 @@ struct Reader {
       out = n.as<T>();
     } catch (const YAML::Exception&) {
       fail(path(section, key), "expected " +
-                                   std::string(std::is_same_v<T, bool> ? "true or false"
-                                               : std::is_integral_v<T> ? "an integer"
-                                                                       : "a string") +
+                                   std::string(std::is_same_v<T, bool>       ? "true or false"
+                                               : std::is_integral_v<T>       ? "an integer"
+                                               : std::is_floating_point_v<T> ? "a number"
+                                                                             : "a string") +
                                    ", got '" + YAML::Dump(n) + "'");
+    }
+  }
+  // An integer, or "auto": the planner chooses it. Absent is auto too (a plan's job is to
+  // choose what it is not given).
+  void read_or_auto(const YAML::Node& map, const std::string& section, const char* key, int& out,
+                    bool& chosen) const {
+    const YAML::Node n = map[key];
+    chosen = !n || (n.IsScalar() && n.Scalar() == "auto");
+    if (chosen) return;
+    try {
+      out = n.as<int>();
+    } catch (const YAML::Exception&) {
+      fail(path(section, key), "expected an integer or auto, got '" + YAML::Dump(n) + "'");
     }
   }
 };
@@ -147,7 +162,8 @@ Workload parse_workload_yaml(const std::string& text, const std::string& source)
     r.read(t, "training", "global_batch", w.global_batch);
   }
   if (const YAML::Node d = root["data_parallel"]) {
-    r.known_keys(d, "data_parallel", {"mode", "sync_every", "delta_bits", "delayed"});
+    r.known_keys(d, "data_parallel",
+                 {"mode", "sync_every", "delta_bits", "delayed", "sync_overhead"});
     if (!d["mode"]) r.fail("data_parallel.mode", "missing (synchronous or low-communication)");
     std::string mode;
     r.read(d, "data_parallel", "mode", mode);
@@ -157,10 +173,16 @@ Workload parse_workload_yaml(const std::string& text, const std::string& source)
       r.fail("data_parallel.mode", e.what());
     }
     if (!w.data_parallel.low_communication() && d.size() > 1)
-      r.fail("data_parallel", "sync_every, delta_bits and delayed apply to low-communication only");
-    r.read(d, "data_parallel", "sync_every", w.data_parallel.sync_every);
-    r.read(d, "data_parallel", "delta_bits", w.data_parallel.delta_bits);
-    r.read(d, "data_parallel", "delayed", w.data_parallel.delayed);
+      r.fail("data_parallel",
+             "sync_every, delta_bits, delayed and sync_overhead apply to low-communication only");
+    DataParallelMode& m = w.data_parallel;
+    if (m.low_communication()) {
+      r.read_or_auto(d, "data_parallel", "sync_every", m.sync_every, m.choose_sync_every);
+      r.read_or_auto(d, "data_parallel", "delta_bits", m.delta_bits, m.choose_delta_bits);
+      if (m.choose_delta_bits) m.delta_bits = choose_delta_bits().bits;
+    }
+    r.read(d, "data_parallel", "delayed", m.delayed);
+    r.read(d, "data_parallel", "sync_overhead", m.sync_overhead);
   }
   w.validate(source);
   return w;
@@ -190,12 +212,14 @@ std::string workload_to_yaml(const Workload& w) {
     << "training:\n"
     << "  micro_batch: " << w.micro_batch << "\n"
     << "  global_batch: " << w.global_batch << "\n";
-  if (w.data_parallel.low_communication()) {
+  const DataParallelMode& m = w.data_parallel;
+  if (m.low_communication()) {
     o << "data_parallel:\n"
-      << "  mode: " << to_string(w.data_parallel.kind) << "\n"
-      << "  sync_every: " << w.data_parallel.sync_every << "\n"
-      << "  delta_bits: " << w.data_parallel.delta_bits << "\n"
-      << "  delayed: " << (w.data_parallel.delayed ? "true" : "false") << "\n";
+      << "  mode: " << to_string(m.kind) << "\n"
+      << "  sync_every: " << (m.choose_sync_every ? "auto" : std::to_string(m.sync_every)) << "\n"
+      << "  delta_bits: " << (m.choose_delta_bits ? "auto" : std::to_string(m.delta_bits)) << "\n"
+      << "  delayed: " << (m.delayed ? "true" : "false") << "\n";
+    if (m.choose_sync_every) o << "  sync_overhead: " << number_text(m.sync_overhead) << "\n";
   }
   return o.str();
 }

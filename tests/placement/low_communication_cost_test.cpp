@@ -107,13 +107,13 @@ TEST(LowCommunicationCost, CommunicationPerStepFallsByHTimes32OverBits) {
   const FullCostModel synchronous(t, {1, 2}, w, {});
   const PipelineTiming base = synchronous.pipeline_timing(pipelines);
   const double base_comm = data_parallel_comm_per_step_s(base);
-  const double base_bytes = data_parallel_bytes_per_step(t, w, {{0, 1}}, {12});
+  const double base_bytes = data_parallel_bytes_per_step(t, w, {{0, 1}}, {12}, 0);
   for (int h : {1, 10, 100}) {
     for (int bits : {32, 8, 4}) {
       const Workload m = with_mode(w, h, bits);
       const FullCostModel mode(t, {1, 2}, m, {});
       const double comm = data_parallel_comm_per_step_s(mode.pipeline_timing(pipelines));
-      const double bytes = data_parallel_bytes_per_step(t, m, {{0, 1}}, {12});
+      const double bytes = data_parallel_bytes_per_step(t, m, {{0, 1}}, {12}, h);
       const double ideal = h * 32.0 / bits;
       SCOPED_TRACE("H=" + std::to_string(h) + " bits=" + std::to_string(bits));
       EXPECT_GT(base_comm / comm, 0.93 * ideal);
@@ -196,7 +196,7 @@ TEST(LowCommunicationWorkload, TheYamlSectionRoundTripsAndNamesBadFields) {
             "w.yaml: data_parallel.mode: must be \"synchronous\" or \"low-communication\", got "
             "\"diloco\"");
   EXPECT_EQ(error("data_parallel: {mode: synchronous, sync_every: 5}\n"),
-            "w.yaml: data_parallel: sync_every, delta_bits and delayed apply to "
+            "w.yaml: data_parallel: sync_every, delta_bits, delayed and sync_overhead apply to "
             "low-communication only");
   EXPECT_EQ(error("data_parallel: {sync_every: 5}\n"),
             "w.yaml: data_parallel.mode: missing (synchronous or low-communication)");
