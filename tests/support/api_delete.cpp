@@ -284,6 +284,14 @@ std::optional<VerbResult> ApiVerbs::try_remove(const ObjectRef& ref, const json&
   if (options.dry_run) return removed_result(type, object);
   const ObjectStore::WriteResult removed =
       store_.remove(type.collection(), ref.namespace_, ref.name, remove_version);
+  if (removed.outcome == ObjectStore::Outcome::kNotFound && graceful) {
+    // A graceless delete of a pod marks it first, so a component watching it (the kubelet's
+    // own final delete) may remove it before this request does. kube-apiserver answers the
+    // request with the last state it wrote instead of NotFound (registry/store.go,
+    // updateForGracefulDeletionAndFinalizers: kubernetes/kubernetes#19403); the remover ran
+    // the removal's hooks.
+    return removed_result(type, object);
+  }
   if (removed.outcome != ObjectStore::Outcome::kOk) return std::nullopt;
   after_removed(type, removed.object);
   return removed_result(type, removed.object);
