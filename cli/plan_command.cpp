@@ -1,10 +1,12 @@
 // tessel plan: the placement of stages x replicas on the GPUs of a topology.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/plan_comparison.h"
+#include "cli/plan_data_parallel.h"
 #include "cli/plan_options.h"
 #include "cli/search_run.h"
 #include "placement/atomic_file.h"
@@ -28,16 +30,25 @@ struct PlanCommand {
     const SearchResult result = run_search(in, "tessel plan", true);
     const Placement placement =
         build_placement(in.topology, in.objective(), *in.full, result, in.search);
+    // The low-communication mode: H and the bits as priced for this layout, and why.
+    std::optional<PlannedDataParallel> data_parallel;
+    if (in.workload.data_parallel.low_communication())
+      data_parallel = planned_data_parallel(in, placement.pipelines);
     std::string text;
-    if (format == "json")
-      text = placement_to_json(placement).dump(2) + "\n";
-    else if (format == "yaml")
+    if (format == "json") {
+      nlohmann::json j = placement_to_json(placement);
+      if (data_parallel) j["data_parallel"] = planned_data_parallel_json(*data_parallel);
+      text = j.dump(2) + "\n";
+    } else if (format == "yaml") {
       text = placement_to_yaml(placement);
-    else
+      if (data_parallel) text += planned_data_parallel_yaml(*data_parallel);
+    } else {
       text = placement_to_table(placement, in.topology);
+      if (data_parallel) text += planned_data_parallel_text(*data_parallel);
+    }
     // The mode against synchronous data parallelism, each with its own layout (table only).
-    if (format == "table" && !result.interrupted && in.workload.data_parallel.low_communication())
-      text += data_parallel_comparison(options, in, placement, "tessel plan");
+    if (format == "table" && !result.interrupted && data_parallel)
+      text += data_parallel_comparison(options, in, placement, data_parallel->mode, "tessel plan");
     if (output.empty()) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);

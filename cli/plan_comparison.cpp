@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/plan_data_parallel.h"
 #include "cli/search_run.h"
 #include "placement/island_sync.h"
 #include "placement/iteration_model.h"
@@ -30,7 +31,8 @@ Priced price(const FullCostModel& model, const Topology& topology, const Placeme
   Priced p;
   p.iteration_s = predict_iteration_s(model.schedule(), timing);
   p.comm_per_step_s = data_parallel_comm_per_step_s(timing);
-  p.bytes_per_step = data_parallel_bytes_per_step(topology, model.workload(), layout.stages, split);
+  p.bytes_per_step = data_parallel_bytes_per_step(topology, model.workload(), layout.stages, split,
+                                                  timing.outer_sync.sync_every);
   return p;
 }
 
@@ -86,28 +88,35 @@ std::string megabytes(double bytes) {
 }  // namespace
 
 std::string data_parallel_comparison(const PlanOptions& options, const PlanInputs& mode,
-                                     const Placement& planned, const char* command) {
+                                     const Placement& planned, const DataParallelMode& priced_at,
+                                     const char* command) {
   PlanOptions synchronous_options = options;
   synchronous_options.data_parallel = "synchronous";
   synchronous_options.sync_every.reset();
   synchronous_options.delta_bits.reset();
+  synchronous_options.sync_overhead.reset();
   synchronous_options.blocking_sync = false;
   const PlanInputs synchronous = load_plan_inputs(synchronous_options);
   const SearchResult result = run_search(synchronous, command, false);
   const Placement synchronous_planned = build_placement(
       synchronous.topology, synchronous.objective(), *synchronous.full, result, synchronous.search);
+  // Both layouts in the mode at the planned layout's H and bits, given or chosen (a chosen H
+  // would otherwise be chosen again for the synchronous layout).
+  PlanOptions fixed_options = options;
+  fixed_options.sync_every = std::to_string(priced_at.sync_every);
+  fixed_options.delta_bits = std::to_string(priced_at.delta_bits);
+  fixed_options.sync_overhead.reset();
+  const PlanInputs fixed = load_plan_inputs(fixed_options);
 
-  const DataParallelMode& m = mode.workload.data_parallel;
-  char mode_name[96];
-  std::snprintf(mode_name, sizeof mode_name, "low-communication H=%d %d-bit%s", m.sync_every,
-                m.delta_bits, m.delayed ? "" : " blocking");
+  const DataParallelMode& m = priced_at;
+  const std::string mode_title = mode_name(m);
   const Placement* layouts[2] = {&synchronous_planned, &planned};
-  const FullCostModel* models[2] = {synchronous.full.get(), mode.full.get()};
-  const char* model_names[2] = {"synchronous", mode_name};
+  const FullCostModel* models[2] = {synchronous.full.get(), fixed.full.get()};
+  const char* model_names[2] = {"synchronous", mode_title.c_str()};
   const char* layout_names[2] = {"synchronous", "low-communication"};
 
   std::ostringstream o;
-  o << "\ndata parallelism: synchronous against " << mode_name
+  o << "\ndata parallelism: synchronous against " << mode_title
     << (m.delayed ? " (the exchange overlaps the next inner step)" : " (the exchange is waited)")
     << ", each layout planned by its own search (same budget and seed)\n"
     << "the outer sync is amortised over its H steps: iteration = inner step + stall per sync / "

@@ -4,10 +4,27 @@
 
 #include "cli/validators.h"
 #include "placement/limits.h"
+#include "placement/sync_period.h"
 
 namespace tessel::cli {
 
 using namespace tessel::placement;
+
+namespace {
+
+// "auto" or what `inner` accepts; the refusal says both.
+CLI::Validator auto_or(CLI::Validator inner) {
+  return CLI::Validator(
+      [inner](std::string& text) -> std::string {
+        if (text == "auto") return "";
+        const std::string why = inner(text);
+        return why.empty() ? ""
+                           : "must be auto or " + why.substr(why.find("must be ") == 0 ? 8 : 0);
+      },
+      "auto|" + inner.get_description());
+}
+
+}  // namespace
 
 void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
   cmd.add_option("--topology", topology_file, "Topology YAML file (examples/topologies/)")
@@ -43,11 +60,18 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
                  "else synchronous)")
       ->check(CLI::IsMember({"synchronous", "low-communication"}));
   cmd.add_option("--sync-every", sync_every,
-                 "Low-communication: H, inner steps between outer syncs (default 50)")
-      ->check(count_in(1, kMaxSyncEvery, "the runtime's limit"));
+                 "Low-communication: H, inner steps between outer syncs, or auto (default): the "
+                 "smallest of 1, 2, 5, ..., 1000 whose sync adds at most --sync-overhead to the "
+                 "inner step, for each layout")
+      ->check(auto_or(count_in(1, kMaxSyncEvery, "the runtime's limit")));
+  cmd.add_option("--sync-overhead", sync_overhead,
+                 "Low-communication, --sync-every auto: what the amortised outer sync may add to "
+                 "the inner step, a fraction (default 0.05)")
+      ->check(number_in(0, kMaxSyncOverhead, true, "(a fraction of the inner step)"));
   cmd.add_option("--delta-bits", delta_bits,
-                 "Low-communication: bits per element of the exchanged delta: 32, 8 (default), 4")
-      ->check(CLI::IsMember({32, 8, 4}));
+                 "Low-communication: bits per element of the exchanged delta: 32, 8, 4 or auto "
+                 "(default: 8, the fewest within 2% of fp32's loss as measured)")
+      ->check(CLI::IsMember({"auto", "32", "8", "4"}));
   cmd.add_flag("--blocking-sync", blocking_sync,
                "Low-communication: the outer sync is waited at its step (default: it overlaps "
                "the next inner step)");
@@ -73,19 +97,42 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
 namespace {
 
 // The flags over the model file's data_parallel section. The mode's settings without the mode
-// are refused, naming the flag.
+// are refused, naming the flag. The mode turned on by the flag chooses H and the bits (auto)
+// unless they are given, as a model file's section without them does.
 void apply_data_parallel_flags(const PlanOptions& o, DataParallelMode& mode) {
-  if (o.data_parallel) mode.kind = parse_data_parallel_kind(*o.data_parallel);
+  if (o.data_parallel) {
+    const DataParallelKind kind = parse_data_parallel_kind(*o.data_parallel);
+    if (kind != mode.kind)
+      mode = kind == DataParallelKind::LowCommunication ? low_communication_chosen()
+                                                        : DataParallelMode{};
+  }
   const char* flag = o.sync_every      ? "--sync-every"
                      : o.delta_bits    ? "--delta-bits"
+                     : o.sync_overhead ? "--sync-overhead"
                      : o.blocking_sync ? "--blocking-sync"
                                        : nullptr;
   if (flag && !mode.low_communication())
     throw std::invalid_argument(std::string(flag) +
                                 " applies to the low-communication mode only: add "
                                 "--data-parallel low-communication");
-  if (o.sync_every) mode.sync_every = *o.sync_every;
-  if (o.delta_bits) mode.delta_bits = *o.delta_bits;
+  if (o.sync_every) {
+    mode.choose_sync_every = *o.sync_every == "auto";
+    if (!mode.choose_sync_every) {
+      mode.sync_every = std::stoi(*o.sync_every);  // checked by the flag's validator
+      mode.sync_overhead = kDefaultSyncOverhead;
+    }
+  }
+  if (o.delta_bits) {
+    mode.choose_delta_bits = *o.delta_bits == "auto";
+    mode.delta_bits = mode.choose_delta_bits ? choose_delta_bits().bits : std::stoi(*o.delta_bits);
+  }
+  if (o.sync_overhead) {
+    if (!mode.choose_sync_every)
+      throw std::invalid_argument(
+          "--sync-overhead applies when the planner chooses H: H is given (" +
+          std::to_string(mode.sync_every) + "); use --sync-every auto or leave it out");
+    mode.sync_overhead = *o.sync_overhead;
+  }
   if (o.blocking_sync) mode.delayed = false;
   mode.validate("--data-parallel");
 }

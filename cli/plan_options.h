@@ -38,8 +38,11 @@ struct PlanOptions {
   bool no_seeds = false;
   // The data-parallel mode (placement/data_parallel_mode.h); unset: the workload's.
   std::optional<std::string> data_parallel;
-  std::optional<int> sync_every;
-  std::optional<int> delta_bits;
+  // "auto" (the planner chooses: placement/sync_period.h) or a number; unset: the model file's,
+  // else auto.
+  std::optional<std::string> sync_every;
+  std::optional<std::string> delta_bits;
+  std::optional<double> sync_overhead;  // with sync_every auto: the tolerance
   bool blocking_sync = false;
 
   void add_to(CLI::App& cmd, bool with_search);

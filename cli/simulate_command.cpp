@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/plan_data_parallel.h"
 #include "cli/plan_options.h"
 #include "cli/search_run.h"
 #include "placement/atomic_file.h"
@@ -42,7 +43,8 @@ struct SimulateCommand {
   void run() const {
     const PlanInputs in = load_plan_inputs(options);
     std::vector<int> split;
-    const PipelineTiming timing = in.full->pipeline_timing(pipelines(in), &split);
+    const std::vector<std::vector<int>> layout = pipelines(in);
+    const PipelineTiming timing = in.full->pipeline_timing(layout, &split);
     const ScheduleSpec& spec = in.full->schedule();
     const double predicted = predict_iteration_s(spec, timing);
     const SimulationResult sim = simulate_iteration(spec, timing);
@@ -78,7 +80,9 @@ struct SimulateCommand {
                 sim.iteration_s, predicted, 100.0 * (predicted - sim.iteration_s) / sim.iteration_s,
                 100.0 * sim.bubble_fraction);
     if (low_communication) {
-      const DataParallelMode& mode = in.workload.data_parallel;
+      // H as priced: given, or chosen by the cost model for this layout.
+      const PlannedDataParallel planned = planned_data_parallel(in, layout);
+      const DataParallelMode& mode = planned.mode;
       std::printf(
           "low-communication data parallelism: all-reduces inside each site every step; every "
           "%d steps each stage exchanges its %d-bit delta between sites (%s), vote %.3f s, "
@@ -88,6 +92,7 @@ struct SimulateCommand {
           mode.delayed ? "overlapping the next inner step" : "waited", outer.vote_s,
           outer.outer_step_s, sim.outer_stall_s, sim.step_s, mode.sync_every, sim.iteration_s,
           data_parallel_comm_per_step_s(timing));
+      std::printf("%s", planned_data_parallel_text(planned).c_str());
     }
     if (!trace_file.empty()) {
       write_chrome_trace(sim, trace_file);
