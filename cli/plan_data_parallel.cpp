@@ -61,8 +61,7 @@ nlohmann::json planned_data_parallel_json(const PlannedDataParallel& p) {
 std::string planned_data_parallel_yaml(const PlannedDataParallel& planned) {
   std::string text = "data_parallel:\n";
   const nlohmann::json section = planned_data_parallel_json(planned);
-  for (const auto& [key, value] : section.items())
-    text += "  " + key + ": " + value.dump() + "\n";
+  for (const auto& [key, value] : section.items()) text += "  " + key + ": " + value.dump() + "\n";
   return text;
 }
 
