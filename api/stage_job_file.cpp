@@ -1,5 +1,6 @@
 #include "api/stage_job_file.h"
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -136,6 +137,20 @@ void check_services(const StageJobFile& f, Checks& checks) {
   }
 }
 
+// The outer optimizer's settings as the stage's LowCommunication::validate takes them (H and
+// delta_bits are the workload's, validated with it).
+void check_data_parallel(const DataParallelSpec& d, Checks& checks) {
+  if (!d.low_communication()) return;
+  if (!std::isfinite(d.outer_learning_rate) || d.outer_learning_rate <= 0) {
+    checks.fail("data_parallel.outer_learning_rate",
+                "must be finite and > 0, got " + std::to_string(d.outer_learning_rate));
+  }
+  if (!(d.outer_momentum >= 0 && d.outer_momentum < 1)) {
+    checks.fail("data_parallel.outer_momentum",
+                "must be in [0, 1), got " + std::to_string(d.outer_momentum));
+  }
+}
+
 std::vector<FieldError> check(const TrainingJobSpec& spec, const placement::Workload& w,
                               const StageJobFile& f) {
   Checks checks;
@@ -153,11 +168,7 @@ std::vector<FieldError> check(const TrainingJobSpec& spec, const placement::Work
   if (!f.optimizer.empty() && f.optimizer != "adamw" && f.optimizer != "sgd") {
     checks.fail("training.optimizer", "must be \"adamw\" or \"sgd\", got '" + f.optimizer + "'");
   }
-  if (!f.data_parallel.is_null() &&
-      (!f.data_parallel.is_object() || !f.data_parallel.contains("mode"))) {
-    checks.fail("data_parallel", std::string("expected an object with a mode, or nothing, got ") +
-                                     f.data_parallel.dump());
-  }
+  check_data_parallel(spec.data_parallel, checks);
   if (!f.links.is_null() && !f.links.is_object()) {
     checks.fail("links", std::string("expected an object or nothing, got ") + f.links.type_name());
   } else {
@@ -185,6 +196,20 @@ ordered_json workload_json(const TrainingJobSpec& spec, const placement::Workloa
   model["recompute_activations"] = w.recompute_activations;
   return {{"model", std::move(model)},
           {"training", {{"micro_batch", w.micro_batch}, {"global_batch", w.global_batch}}}};
+}
+
+// job.json's data_parallel section of a low-communication job, by the names the stage's
+// parse_job_spec reads (noderuntime/stage/job_spec.h; its data_parallel_json writes the same
+// names, and tests/stage/stage_job_file_data_parallel_test.cpp checks that the two agree).
+ordered_json data_parallel_json(const DataParallelSpec& d) {
+  return {{"mode", placement::to_string(d.mode)},
+          {"sync_every", d.sync_every},
+          {"delta_bits", d.delta_bits},
+          {"outer_learning_rate", d.outer_learning_rate},
+          {"outer_momentum", d.outer_momentum},
+          {"nesterov", d.nesterov},
+          {"delayed", d.delayed},
+          {"stagger", d.stagger}};
 }
 
 ordered_json endpoint_json(const StageEndpoint& e) {
@@ -222,7 +247,9 @@ ordered_json stage_job_json(const TrainingJobSpec& spec, const StageJobFile& f) 
                    {"seed", t.seed},
                    {"threads", t.threads.value_or(1)}};
   if (!f.optimizer.empty()) j["training"]["optimizer"] = f.optimizer;
-  if (!f.data_parallel.is_null()) j["data_parallel"] = f.data_parallel;
+  if (spec.data_parallel.low_communication()) {
+    j["data_parallel"] = data_parallel_json(spec.data_parallel);
+  }
   if (spec.data.synthetic) {
     j["data"] = {{"kind", "synthetic"},
                  {"seed", spec.data.synthetic_seed},

@@ -48,9 +48,6 @@ struct StageJobFile {
   std::optional<StageEndpoint> progress;  // none: progress lines on stdout
   std::string trace_pattern;              // "{rank}" in it; "": no traces
   nlohmann::ordered_json links;           // job.json's "links" as is; null: an unshaped network
-  // job.json's "data_parallel" as is (noderuntime/stage/job_spec.h documents it; the stage's
-  // data_parallel_json writes it); null: synchronous data parallelism.
-  nlohmann::ordered_json data_parallel;
   std::string optimizer;  // training.optimizer: "adamw" or "sgd"; "": the stage's default, adamw
 };
 
@@ -58,8 +55,9 @@ struct StageJobFile {
 // the operator puts it.
 inline constexpr size_t kMaxStageJobFileBytes = 1'000'000;
 
-// The job.json of `spec` run as `file` says. Throws ManifestError (source "job.json") naming
-// every field at fault, by its job.json path ("ranks[3].island: ...").
+// The job.json of `spec` run as `file` says. Its "data_parallel" section is spec.data_parallel's
+// (absent for synchronous data parallelism, the stage's default). Throws ManifestError (source
+// "job.json") naming every field at fault, by its job.json path ("ranks[3].island: ...").
 nlohmann::ordered_json stage_job_json(const TrainingJobSpec& spec, const StageJobFile& file);
 
 // The same as the file's text (two-space indents, a final newline); also throws ManifestError

@@ -83,6 +83,19 @@ ModelSpec read_model(const json& m) {
   return model;
 }
 
+DataParallelSpec read_data_parallel(const json& d) {
+  DataParallelSpec out;
+  out.mode = placement::parse_data_parallel_kind(d.value("mode", "synchronous"));
+  out.sync_every = d.value("syncEvery", out.sync_every);
+  out.delta_bits = d.value("deltaBits", out.delta_bits);
+  out.outer_learning_rate = d.value("outerLearningRate", out.outer_learning_rate);
+  out.outer_momentum = d.value("outerMomentum", out.outer_momentum);
+  out.nesterov = d.value("nesterov", out.nesterov);
+  out.delayed = d.value("delayed", out.delayed);
+  out.stagger = d.value("stagger", out.stagger);
+  return out;
+}
+
 TrainingJobSpec read_spec(const json& s) {
   TrainingJobSpec spec;
   spec.model = read_model(s.at("model"));
@@ -106,6 +119,7 @@ TrainingJobSpec read_spec(const json& s) {
   training.grad_clip = t.value("gradClip", training.grad_clip);
   training.seed = t.value("seed", training.seed);
   if (t.contains("threads")) training.threads = t["threads"].get<int>();
+  spec.data_parallel = read_data_parallel(s.value("dataParallel", json::object()));
   const json& d = s.at("data");
   if (d.contains("text")) spec.data.text_path = d["text"].at("path");
   if (d.contains("synthetic")) {
@@ -151,6 +165,20 @@ void check_selector(const LabelSelector& selector, const std::string& path,
   }
 }
 
+// spec.dataParallel's fields besides mode are read by the low-communication mode only. Beside
+// mode synchronous they are refused, each named: a job that set syncEvery but not the mode would
+// otherwise run synchronous without a word (job.json and the local job file refuse them alike).
+void check_data_parallel(const json& spec_json, std::vector<FieldError>& errors) {
+  const json d = spec_json.value("dataParallel", json::object());
+  if (d.value("mode", "synchronous") != "synchronous") return;
+  for (const auto& [field, value] : d.items()) {
+    if (field == "mode") continue;
+    errors.push_back({"spec.dataParallel." + field,
+                      "applies to mode low-communication only; spec.dataParallel.mode is "
+                      "synchronous"});
+  }
+}
+
 // The rules across fields, on a schema-valid, defaulted spec.
 void check_rules(const json& spec_json, std::vector<FieldError>& errors) {
   const json& data = spec_json.at("data");
@@ -160,6 +188,7 @@ void check_rules(const json& spec_json, std::vector<FieldError>& errors) {
   const std::vector<FieldError> pod_template =
       pod_template_errors(spec_json.value("template", json::object()));
   errors.insert(errors.end(), pod_template.begin(), pod_template.end());
+  check_data_parallel(spec_json, errors);
   const json& model = spec_json.at("model");
   if (!model.contains("preset")) {
     for (const char* field : {"layers", "hidden", "heads", "seqLen"}) {
@@ -224,6 +253,30 @@ void check_rules(const json& spec_json, std::vector<FieldError>& errors) {
   check_selector(spec.placement.gpu_selector, "spec.placement.gpuSelector", errors);
 }
 
+// spec.dataParallel.mode may not change while the job has pods (they may be writing a checkpoint)
+// nor once it has a checkpoint: the stage refuses to resume a checkpoint of the other mode
+// (noderuntime/stage/checkpoint_outer_state.h), so the job's next start would fail.
+void check_mode_change(const json& old_object, const json& old_spec, const json& new_spec,
+                       const std::string& phase, std::vector<FieldError>& errors) {
+  const auto mode = [](const json& spec) {
+    return spec.value("dataParallel", json::object()).value("mode", json("synchronous"));
+  };
+  if (mode(old_spec) == mode(new_spec)) return;
+  const std::string change =
+      "cannot change from " + mode(old_spec).dump() + " to " + mode(new_spec).dump();
+  const json progress = old_object.value("status", json::object()).value("progress", json());
+  if (progress.is_object() && progress.contains("lastCheckpointStep")) {
+    errors.push_back(
+        {"spec.dataParallel.mode",
+         change + ": the job has a checkpoint (step " + progress["lastCheckpointStep"].dump() +
+             ") that a job of the other mode cannot resume; create a new TrainingJob"});
+  } else if (phase == "Starting" || phase == "Running") {
+    errors.push_back({"spec.dataParallel.mode",
+                      change + " while the job is " + phase +
+                          " (its stages may be writing a checkpoint of the current mode)"});
+  }
+}
+
 }  // namespace
 
 placement::Workload TrainingJobSpec::workload() const {
@@ -239,6 +292,12 @@ placement::Workload TrainingJobSpec::workload() const {
   w.recompute_activations = model.recompute_activations;
   w.micro_batch = micro_batch;
   w.global_batch = global_batch;
+  if (data_parallel.low_communication()) {  // the runtime's H and bits, as given
+    w.data_parallel.kind = placement::DataParallelKind::LowCommunication;
+    w.data_parallel.sync_every = data_parallel.sync_every;
+    w.data_parallel.delta_bits = data_parallel.delta_bits;
+    w.data_parallel.delayed = data_parallel.delayed;
+  }
   w.validate("spec.model");
   return w;
 }
@@ -277,10 +336,11 @@ std::vector<FieldError> trainingjob_errors(json& object) {
 std::vector<FieldError> trainingjob_update_errors(const json& old_object, const json& new_object) {
   std::vector<FieldError> errors;
   const std::string phase = old_object.value("status", json::object()).value("phase", "");
-  const bool has_pods = phase == "Starting" || phase == "Running";
-  if (!has_pods) return errors;
   const json old_spec = old_object.value("spec", json::object());
   const json new_spec = new_object.value("spec", json::object());
+  check_mode_change(old_object, old_spec, new_spec, phase, errors);
+  const bool has_pods = phase == "Starting" || phase == "Running";
+  if (!has_pods) return errors;
   for (const char* section : {"model", "parallelism", "batch", "data"}) {
     if (old_spec.value(section, json()) != new_spec.value(section, json())) {
       errors.push_back(

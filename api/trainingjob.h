@@ -48,6 +48,22 @@ struct TrainingSpec {
   std::optional<int> threads;
 };
 
+// spec.dataParallel: synchronous data parallelism, or the low-communication mode
+// (docs/low-communication.md; the stage's LowCommunication, noderuntime/stage/training_options.h,
+// whose defaults these are). The fields besides mode are meaningful for low-communication only.
+struct DataParallelSpec {
+  placement::DataParallelKind mode = placement::DataParallelKind::Synchronous;
+  int sync_every = 50;  // H, 1 to placement::kMaxSyncEvery
+  int delta_bits = 32;  // 32, 8 or 4
+  double outer_learning_rate = 0.7;
+  double outer_momentum = 0.9;  // [0, 1)
+  bool nesterov = true;
+  bool delayed = true;
+  bool stagger = false;
+
+  bool low_communication() const { return mode == placement::DataParallelKind::LowCommunication; }
+};
+
 struct DataSpec {
   std::string text_path;  // set for text data (as written: relative paths are the consumer's)
   bool synthetic = false;
@@ -94,6 +110,7 @@ struct TrainingJobSpec {
   int micro_batch = 1;
   int global_batch = 1;
   TrainingSpec training;
+  DataParallelSpec data_parallel;
   DataSpec data;
   nlohmann::json pod_template = nlohmann::json::object();  // spec.template as given (defaulted)
   PlacementSpec placement;
@@ -109,7 +126,8 @@ struct TrainingJobSpec {
   // elastic) each narrower width down to minReplicas that divides the global batch into whole
   // micro-batches per replica that the schedule accepts.
   std::vector<int> usable_widths() const;
-  // The model and batch as the placement and the runtime see them (validated).
+  // The model, batch and data-parallel mode as the placement and the runtime see them
+  // (validated).
   placement::Workload workload() const;
 };
 

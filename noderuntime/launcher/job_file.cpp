@@ -36,6 +36,16 @@ api::TrainingJobSpec trainingjob_spec(const LocalJob& job) {
   spec.training.grad_clip = t.grad_clip;
   spec.training.seed = t.seed;
   spec.training.threads = t.threads;
+  if (const stage::LowCommunication& l = job.data_parallel; l.enabled) {
+    spec.data_parallel = {placement::DataParallelKind::LowCommunication,
+                          l.sync_every,
+                          l.delta_bits,
+                          l.outer_learning_rate,
+                          l.outer_momentum,
+                          l.nesterov,
+                          l.delayed,
+                          l.stagger};
+  }
   if (job.data.kind == stage::DataSpec::Kind::kText) {
     spec.data.text_path = job.data.path;
   } else {
@@ -81,7 +91,6 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
   file.trace_pattern = paths.trace_pattern;
   file.links = {{"topology", paths.topology}, {"devices", plan.device_of_rank}};
   if (!paths.shape_links) file.links["shape"] = false;
-  if (job.data_parallel.enabled) file.data_parallel = stage::data_parallel_json(job.data_parallel);
   if (job.training.optimizer != stage::InnerOptimizer::kAdamW) {
     file.optimizer = stage::to_string(job.training.optimizer);
   }

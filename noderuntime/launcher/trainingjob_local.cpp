@@ -55,6 +55,18 @@ LocalJob local_job_from_trainingjob(const api::TrainingJob& job, const std::stri
   t.grad_clip = spec.training.grad_clip;
   t.seed = spec.training.seed;
   t.threads = spec.training.threads.value_or(1);
+  if (const api::DataParallelSpec& d = spec.data_parallel; d.low_communication()) {
+    stage::LowCommunication& l = local.data_parallel;  // local.workload carries it for the plan
+    l.enabled = true;
+    l.sync_every = d.sync_every;
+    l.delta_bits = d.delta_bits;
+    l.outer_learning_rate = static_cast<float>(d.outer_learning_rate);
+    l.outer_momentum = static_cast<float>(d.outer_momentum);
+    l.nesterov = d.nesterov;
+    l.delayed = d.delayed;
+    l.stagger = d.stagger;
+    l.final_step = t.steps;
+  }
   if (spec.data.synthetic) {
     local.data.kind = stage::DataSpec::Kind::kSynthetic;
     local.data.seed = spec.data.synthetic_seed;

@@ -178,8 +178,9 @@ struct JobSpec {
 using placement::kMaxIslandLabel;
 using placement::kMaxJobFilePath;
 
-// job.json's "data_parallel" value for `mode`: the one writer of its field names (the launcher
-// and, once the TrainingJob has the field, the operator put it in api::StageJobFile).
+// job.json's "data_parallel" value for `mode`. The launcher and the operator write job.json with
+// api/stage_job_file.h, from the TrainingJob's spec.dataParallel, by the same names (api/ cannot
+// include the stage; tests/stage/stage_job_file_data_parallel_test.cpp checks that both agree).
 inline constexpr const char* kLowCommunicationMode = "low-communication";
 nlohmann::ordered_json data_parallel_json(const LowCommunication& mode);
 

@@ -84,6 +84,30 @@ TEST_F(TrainingJobCrd, TheExampleJobIsAcceptedWithItsDefaults) {
   EXPECT_FALSE(spec.contains("network")) << spec.dump(2);
 }
 
+// The low-communication example is stored as written; its settings get no defaults from the
+// schema (tessel applies the runtime's), so a synchronous job holds none of them.
+TEST_F(TrainingJobCrd, TheLowCommunicationExampleIsStoredAsWritten) {
+  install_crds();
+  EXPECT_EQ(
+      kubectl_ok({"apply", "-f", kSource + "/examples/trainingjobs/fables-low-communication.yaml"}),
+      "trainingjob.tessel.dev/fables-low-communication created\n");
+  const json job =
+      json::parse(kubectl_ok({"get", "trainingjob", "fables-low-communication", "-o", "json"}));
+  EXPECT_EQ(job["spec"]["dataParallel"], (json{{"mode", "low-communication"},
+                                               {"syncEvery", 10},
+                                               {"deltaBits", 8},
+                                               {"outerLearningRate", 1.0},
+                                               {"outerMomentum", 0.0},
+                                               {"nesterov", true},
+                                               {"delayed", true}}));
+  kubectl_ok({"apply", "-f", example_job("fables-synchronous", [](YAML::Node& j) {
+                j["spec"]["dataParallel"] = YAML::Load("{}");
+              })});
+  const json synchronous =
+      json::parse(kubectl_ok({"get", "trainingjob", "fables-synchronous", "-o", "json"}));
+  EXPECT_EQ(synchronous["spec"]["dataParallel"], (json{{"mode", "synchronous"}}));
+}
+
 TEST_F(TrainingJobCrd, GetShowsPhaseProgressAndClustersFromTheStatus) {
   install_crds();
   kubectl_ok({"apply", "-f", example_job("fables-status")});
@@ -216,6 +240,24 @@ TEST_F(TrainingJobCrd, InvalidJobsAreRefusedNamingTheField) {
       {"zero-io-timeout", [](YAML::Node& j) { j["spec"]["network"]["ioTimeoutSeconds"] = 0; },
        "spec.network.ioTimeoutSeconds"},
       {"suspend-as-text", [](YAML::Node& j) { j["spec"]["suspend"] = "maybe"; }, "spec.suspend"},
+      {"unknown-data-parallel-mode",
+       [](YAML::Node& j) { j["spec"]["dataParallel"]["mode"] = "sometimes"; },
+       "spec.dataParallel.mode"},
+      {"zero-sync-period",
+       [](YAML::Node& j) {
+         j["spec"]["dataParallel"] = YAML::Load("{mode: low-communication, syncEvery: 0}");
+       },
+       "spec.dataParallel.syncEvery"},
+      {"sixteen-bit-deltas",
+       [](YAML::Node& j) {
+         j["spec"]["dataParallel"] = YAML::Load("{mode: low-communication, deltaBits: 16}");
+       },
+       "spec.dataParallel.deltaBits"},
+      {"outer-momentum-of-one",
+       [](YAML::Node& j) {
+         j["spec"]["dataParallel"] = YAML::Load("{mode: low-communication, outerMomentum: 1}");
+       },
+       "spec.dataParallel.outerMomentum"},
       {"managed-by-without-domain", [](YAML::Node& j) { j["spec"]["managedBy"] = "kueue"; },
        "spec.managedBy"},
   };

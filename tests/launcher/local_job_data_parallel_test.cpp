@@ -1,11 +1,13 @@
 // `tessel local`'s data_parallel section and training.optimizer: the example parses into the
-// low-communication mode, the mode and the optimizer reach job.json through the one writer and
-// parse back there as written, and every bad value is refused naming the file and the field.
+// low-communication mode, the mode and the optimizer reach job.json through the launcher's
+// writer (make_job_json, api/stage_job_file.h) and parse back there as written, and every bad value
+// is refused naming the file and the field.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "api/stage_job_file.h"
+#include "noderuntime/launcher/job_file.h"
 #include "noderuntime/launcher/local_job.h"
 #include "noderuntime/stage/job_spec.h"
 
@@ -49,6 +51,27 @@ TEST(LocalJobDataParallel, ReachesJobJsonAndParsesBackThere) {
                    "outer_momentum: 0.5, delayed: false, stagger: true}\n"),
       "job.yaml", kExamples);
   EXPECT_EQ(job.training.optimizer, stage::InnerOptimizer::kSgd);
+  LocalPlan plan;
+  plan.layer_split = {2};
+  plan.device_of_rank = {0, 1};
+  JobFilePaths paths;
+  paths.topology = kExamples + "/two-sites-slow.yaml";
+  paths.rendezvous_address = "127.0.0.1:4000";
+  paths.token_file = "token";
+  const stage::JobSpec parsed =
+      stage::parse_job_spec(make_job_json(job, plan, paths, 7).dump(), "job.json");
+  const stage::LowCommunication& l = parsed.training.low_communication;
+  EXPECT_TRUE(l.enabled);
+  EXPECT_EQ(l.sync_every, 5);
+  EXPECT_EQ(l.delta_bits, 4);
+  EXPECT_FLOAT_EQ(l.outer_momentum, 0.5f);
+  EXPECT_FALSE(l.delayed);
+  EXPECT_TRUE(l.stagger);
+  EXPECT_EQ(l.final_step, 20);
+  EXPECT_EQ(parsed.training.optimizer, stage::InnerOptimizer::kSgd);
+}
+
+TEST(LocalJobDataParallel, JobJsonRefusesAnUnknownOptimizer) {
   api::TrainingJobSpec spec;
   spec.model.layers = 2;
   spec.model.hidden = 32;
@@ -64,19 +87,6 @@ TEST(LocalJobDataParallel, ReachesJobJsonAndParsesBackThere) {
   spec.data.synthetic = true;
   api::StageJobFile file;
   file.ranks = {{0, 0, "127.0.0.1", 4000, ""}, {0, 1, "127.0.0.1", 4001, ""}};
-  file.data_parallel = stage::data_parallel_json(job.data_parallel);
-  file.optimizer = stage::to_string(job.training.optimizer);
-  const stage::JobSpec parsed = stage::parse_job_spec(api::stage_job_text(spec, file), "job.json");
-  const stage::LowCommunication& l = parsed.training.low_communication;
-  EXPECT_TRUE(l.enabled);
-  EXPECT_EQ(l.sync_every, 5);
-  EXPECT_EQ(l.delta_bits, 4);
-  EXPECT_FLOAT_EQ(l.outer_momentum, 0.5f);
-  EXPECT_FALSE(l.delayed);
-  EXPECT_TRUE(l.stagger);
-  EXPECT_EQ(l.final_step, 20);
-  EXPECT_EQ(parsed.training.optimizer, stage::InnerOptimizer::kSgd);
-
   file.optimizer = "lion";
   try {
     api::stage_job_text(spec, file);
