@@ -110,6 +110,18 @@ TEST(TesselPlanSyncPeriod, ALooserToleranceTakesASmallerOrEqualH) {
             nlohmann::json::parse(strict.out).at("data_parallel").at("sync_every").get<int>());
 }
 
+TEST(TesselPlanSyncPeriod, TheModelFilesSectionChoosesToo) {
+  const std::string file =
+      ::testing::TempDir() + "/auto-model-" + std::to_string(getpid()) + ".yaml";
+  std::ofstream(file) << "preset: gpt3-1.3b\n"
+                         "data_parallel: {mode: low-communication, sync_overhead: 0.25}\n";
+  const TesselRun r = tessel({"plan", "--topology", kWorld, "--stages", "8", "--replicas", "8",
+                              "--model", file, "--evaluations", "2000", "--format", "json"});
+  std::filesystem::remove(file);
+  ASSERT_EQ(exit_code(r), 0) << r.shown();
+  expect_smallest_within(nlohmann::json::parse(r.out).at("data_parallel"), 0.25);
+}
+
 TEST(TesselPlanSyncPeriod, AGivenHIsKeptAndSaidToBeGiven) {
   const TesselRun r = tessel(world_plan({"--sync-every", "20", "--delta-bits", "4"}));
   ASSERT_EQ(exit_code(r), 0) << r.shown();
