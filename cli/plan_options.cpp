@@ -1,5 +1,6 @@
 #include "cli/plan_options.h"
 
+#include <charconv>
 #include <stdexcept>
 
 #include "cli/validators.h"
@@ -96,6 +97,17 @@ void PlanOptions::add_to(CLI::App& cmd, bool with_search) {
 
 namespace {
 
+// A flag's integer (its validator checked it; PlanOptions filled by a caller may not be).
+int flag_integer(const char* flag, const std::string& text) {
+  int value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, error] = std::from_chars(text.data(), end, value);
+  if (text.empty() || error != std::errc() || ptr != end)
+    throw std::invalid_argument(std::string(flag) + ": must be auto or an integer, got '" + text +
+                                "'");
+  return value;
+}
+
 // The flags over the model file's data_parallel section. The mode's settings without the mode
 // are refused, naming the flag. The mode turned on by the flag chooses H and the bits (auto)
 // unless they are given, as a model file's section without them does.
@@ -118,19 +130,20 @@ void apply_data_parallel_flags(const PlanOptions& o, DataParallelMode& mode) {
   if (o.sync_every) {
     mode.choose_sync_every = *o.sync_every == "auto";
     if (!mode.choose_sync_every) {
-      mode.sync_every = std::stoi(*o.sync_every);  // checked by the flag's validator
+      mode.sync_every = flag_integer("--sync-every", *o.sync_every);
       mode.sync_overhead = kDefaultSyncOverhead;
     }
   }
   if (o.delta_bits) {
     mode.choose_delta_bits = *o.delta_bits == "auto";
-    mode.delta_bits = mode.choose_delta_bits ? choose_delta_bits().bits : std::stoi(*o.delta_bits);
+    mode.delta_bits = mode.choose_delta_bits ? choose_delta_bits().bits
+                                             : flag_integer("--delta-bits", *o.delta_bits);
   }
   if (o.sync_overhead) {
     if (!mode.choose_sync_every)
       throw std::invalid_argument(
           "--sync-overhead applies when the planner chooses H: H is given (" +
-          std::to_string(mode.sync_every) + "); use --sync-every auto or leave it out");
+          std::to_string(mode.sync_every) + "); add --sync-every auto");
     mode.sync_overhead = *o.sync_overhead;
   }
   if (o.blocking_sync) mode.delayed = false;
