@@ -1,5 +1,7 @@
 #include "tests/support/wan/packet_forwarder.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -61,6 +63,9 @@ PacketForwarder::PacketForwarder(std::vector<int> tun_fds, std::uint32_t base,
   wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (wake_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
   thread_ = std::thread([this] { run(); });
+  sched_param priority{};
+  priority.sched_priority = kForwarderPriority;
+  realtime_ = ::pthread_setschedparam(thread_.native_handle(), SCHED_FIFO, &priority) == 0;
 }
 
 PacketForwarder::~PacketForwarder() {
@@ -84,9 +89,10 @@ void PacketForwarder::set_link(std::size_t pair, const LinkSettings& settings) {
 
 ForwarderStats PacketForwarder::stats() const {
   const State& s = *state_;
-  return {s.packets_in.load(),    s.packets_out.load(),  s.bytes_out.load(),
-          s.dropped_queue.load(), s.dropped_loss.load(), s.dropped_unroutable.load(),
-          s.write_errors.load()};
+  return {s.packets_in.load(),   s.packets_out.load(),
+          s.bytes_out.load(),    s.dropped_queue.load(),
+          s.dropped_loss.load(), s.dropped_unroutable.load(),
+          s.write_errors.load(), realtime_};
 }
 
 void PacketForwarder::run() {

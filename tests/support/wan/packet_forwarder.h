@@ -22,7 +22,21 @@ struct ForwarderStats {
   std::uint64_t dropped_loss = 0;        // drawn lost
   std::uint64_t dropped_unroutable = 0;  // not IPv4, or to no namespace of the emulator
   std::uint64_t write_errors = 0;        // the destination TUN device refused it
+  // The forwarding thread runs at real-time priority (SCHED_FIFO, kForwarderPriority); false
+  // where the system refused it (no CAP_SYS_NICE, no real-time budget in this cgroup).
+  bool realtime = false;
 };
+
+// The forwarder stands in for the network, which does not wait for a CPU: off the CPU, it lets
+// its links idle (the token bucket keeps 1 ms of credit) and then admits the backlog the TUN
+// devices queued meanwhile as one burst, which can overflow an emulated router queue that the
+// senders' windows could never fill. On the shared 2-core build machine, at normal priority, it
+// lost 10-40% of a 1 Gbit/s link that way during the 150 ms all-reduce bench
+// (bench/transport/results.md, 2026-11-26 21:34 UTC). So it runs above every normal thread; it
+// sleeps whenever no packet is due, and the kernel's real-time throttling (95% of a CPU by
+// default) bounds it if it ever did not. Low among real-time priorities (1-99): the kernel's
+// own real-time threads stay above it.
+inline constexpr int kForwarderPriority = 10;
 
 class PacketForwarder {
  public:
@@ -53,6 +67,7 @@ class PacketForwarder {
   std::vector<std::pair<std::size_t, LinkSettings>> pending_;  // under pending_mutex_
   std::atomic<bool> has_pending_{false};
   int wake_fd_ = -1;  // an eventfd that stop() signals
+  bool realtime_ = false;
   std::thread thread_;
 };
 

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <sstream>
 
 #include "tests/wan/emulator/wan_measure.h"
 
@@ -203,6 +204,28 @@ TEST(WanEmulator, TheTunDeviceQueuesEnoughForAForwarderOffTheCpu) {
     EXPECT_EQ(wan->run_in(i, "ip link show dev twan0", output), 0);
     EXPECT_NE(output.find("qlen 20000"), std::string::npos) << output;
   }
+}
+
+TEST(WanEmulator, TheForwarderRunsAtRealTimePriority) {
+  // Off the CPU, the forwarder idles its links and then bursts into their queues
+  // (packet_forwarder.h); where the system refuses the priority, say so rather than fail.
+  START_OR_SKIP(wan, config_of(2));
+  if (!wan->stats().realtime) {
+    GTEST_SKIP() << "the system refuses SCHED_FIFO to the forwarder (no CAP_SYS_NICE or no "
+                    "real-time budget): its benches run at normal priority here";
+  }
+  std::string output;
+  // One real-time priority per thread ("-" for normal ones): the forwarder is the only one.
+  ASSERT_EQ(run_shell("ps -L -o rtprio= -p " + std::to_string(::getpid()), output), 0) << output;
+  std::istringstream lines(output);
+  std::string priority;
+  int realtime_threads = 0;
+  while (lines >> priority) {
+    if (priority == "-") continue;
+    EXPECT_EQ(priority, std::to_string(kForwarderPriority)) << output;
+    ++realtime_threads;
+  }
+  EXPECT_EQ(realtime_threads, 1) << output;
 }
 
 TEST(WanEmulator, ExistingNamespacesAreUsedAndKept) {
