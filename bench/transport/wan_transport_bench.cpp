@@ -5,7 +5,10 @@
 // stream per link and once with the streams the transport chooses from the link's
 // bandwidth-delay product (stream_plan.h), side by side:
 // - the ring all-reduce of `--bytes` (busbw = size / time x 2(n-1)/n, the slowest rank's time,
-//   mean over --iters after --warmup, every element checked: #wrong);
+//   every rank starting at once (a thread barrier), mean over --iters after --warmup, every
+//   element checked: #wrong), each iteration's time, and the CPU the process used (all ranks
+//   and the emulator's forwarder) and its busiest thread (the forwarder) used meanwhile;
+//   --timeline prints when rank 0 sent each chunk (its arrival schedule, SendTimeline);
 // - pipeline-sized messages: rank 0 sends --messages messages of --message-bytes to rank 1,
 //   throughput = bytes / (last one received - first one sent).
 // `link` is the emulated rate of one directed link (IP bytes; TCP payload is 1448 of every 1500).
@@ -16,13 +19,20 @@
 // Usage: wan_transport_bench [--ranks 2,4] [--rtt-ms 0,50,150,250] [--rate-mbit 1000]
 //        [--bytes N] [--iters 3] [--warmup 1] [--message-bytes N] [--messages 16]
 //        [--streams N (instead of the chosen)] [--no-slow-start-after-idle] [--queue-ms MS]
+//        [--timeline] [--no-single-stream]
 // Recorded results: bench/transport/results.md and docs/benchmarks.md.
+#include <time.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -51,11 +61,16 @@ struct BenchOptions {
   int streams = 0;  // the "chosen" column: 0 = the transport's choice
   bool slow_start_after_idle = true;
   double queue_ms = 0;  // 0: the emulator's default
+  bool timeline = false;
+  bool single_stream = true;  // measure 1 stream beside the chosen ones
 };
 
 struct Measured {
-  std::string plan;        // the streams and buffers of rank 0's link to rank 1
-  double allreduce_s = 0;  // mean of the slowest rank's time
+  std::string plan;                 // the streams and buffers of rank 0's link to rank 1
+  double allreduce_s = 0;           // mean of the slowest rank's time
+  std::vector<double> iteration_s;  // the slowest rank's time, per timed iteration
+  double busiest_thread_s = 0;      // the CPU time of its busiest thread, per timed iteration
+  double cpu_s = 0;  // the process's CPU time (all threads: ranks, forwarder), per timed iteration
   long wrong = 0;
   long retransmitted = 0;  // TCP segments, all ranks, timed all-reduces
   double pipeline_s = 0;
@@ -87,9 +102,90 @@ std::vector<int> all_ranks(int n) {
   return group;
 }
 
+// Passes every call on to `inner` and notes when each send is posted. The ring posts chunk k of
+// step t + 1 as soon as chunk k of step t has arrived and been reduced, so the send times are
+// the arrival times of every step's chunks but the last step's (--timeline).
+class SendTimeline final : public Communicator {
+ public:
+  explicit SendTimeline(Communicator& inner) : inner_(inner), start_(Clock::now()) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Request isend(int peer, const TensorInfo& info, std::span<const std::byte> payload) override {
+    sent_ms_.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start_).count());
+    return inner_.isend(peer, info, payload);
+  }
+  Request irecv(int peer, const TensorInfo& expected, std::span<std::byte> buffer) override {
+    return inner_.irecv(peer, expected, buffer);
+  }
+  Request iall_reduce(void* data, size_t count, DType dtype, const std::vector<int>& group,
+                      ReduceOp op) override {
+    return inner_.iall_reduce(data, count, dtype, group, op);
+  }
+  void close() override { inner_.close(); }
+  const std::vector<double>& sent_ms() const { return sent_ms_; }
+
+ private:
+  Communicator& inner_;
+  Clock::time_point start_;
+  std::vector<double> sent_ms_;
+};
+
+// CPU seconds of every thread of this process, by thread id.
+std::map<int, double> thread_cpu_s() {
+  std::map<int, double> out;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const size_t end = stat.rfind(')');  // fields 14 and 15 (utime, stime) follow the name
+    if (end == std::string::npos) continue;
+    std::istringstream fields(stat.substr(end + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && fields >> field; ++i) {
+      if (i == 14) utime = std::stod(field);
+      if (i == 15) stime = std::stod(field);
+    }
+    out[std::stoi(task.path().filename())] = (utime + stime) / tick;
+  }
+  return out;
+}
+
+// The most CPU seconds any one thread used between two thread_cpu_s() readings: during an
+// all-reduce, the emulator's forwarder (it reads and writes every packet, and the write runs the
+// receiving namespace's TCP input).
+double busiest_thread_s(const std::map<int, double>& before, const std::map<int, double>& after) {
+  double most = 0;
+  for (const auto& [tid, seconds] : after) {
+    const auto it = before.find(tid);
+    if (it != before.end()) most = std::max(most, seconds - it->second);
+  }
+  return most;
+}
+
+double process_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
 void barrier(Communicator& comm) {
   float token = 0;
   comm.all_reduce(&token, 1, DType::kF32, all_ranks(comm.size()));
+}
+
+// Rank 0's send times of one all-reduce, one line per ring step (see SendTimeline).
+void print_timeline(int iteration, double seconds, const std::vector<double>& sent_ms, int n) {
+  const size_t steps = 2 * static_cast<size_t>(n - 1);
+  const size_t chunks = sent_ms.size() / steps;
+  std::fprintf(stderr, "# timeline, iteration %d (%.1f ms), rank 0's sends in ms, %zu a step:\n",
+               iteration, seconds * 1e3, chunks);
+  for (size_t t = 0; t < steps; ++t) {
+    std::fprintf(stderr, "#   step %zu:", t);
+    for (size_t k = 0; k < chunks; ++k) std::fprintf(stderr, " %.0f", sent_ms[t * chunks + k]);
+    std::fprintf(stderr, "\n");
+  }
 }
 
 // Runs one configuration: every rank on a thread in its namespace.
@@ -105,6 +201,11 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
   std::vector<std::vector<double>> times(n);
   std::vector<std::string> errors(n);
   Clock::time_point first_send, last_recv;
+  // Every timed all-reduce starts on all ranks at once: the ranks are threads of this process,
+  // so a thread barrier lines them up within microseconds, as a LAN barrier would. A barrier
+  // over the emulated links releases its members up to a one-way delay apart, and the rank
+  // released first would count the wait for the others as its all-reduce's time.
+  std::barrier start_line(n);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
@@ -128,10 +229,24 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
           for (int it = 0; it < o.warmup + o.iters; ++it) {
             for (size_t i = 0; i < count; ++i) data[i] = input(r, i);
             barrier(comm);
+            start_line.arrive_and_wait();
             const long retransmitted_before = retransmitted_segments();
+            const double cpu_before = process_cpu_s();
+            const auto threads_before = thread_cpu_s();
             const auto start = Clock::now();
-            comm.all_reduce(data.data(), count, DType::kF32, all_ranks(n));
+            std::vector<double> sent_ms;
+            if (o.timeline) {
+              // The ring itself on this thread (the same schedule as comm's collective thread),
+              // under sequence numbers that the barriers' all-reduces never use.
+              SendTimeline timeline(comm);
+              ring_all_reduce(timeline, data, all_ranks(n), (uint64_t{1} << 40) + it, tcp.ring);
+              sent_ms = timeline.sent_ms();
+            } else {
+              comm.all_reduce(data.data(), count, DType::kF32, all_ranks(n));
+            }
             const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+            const double cpu = process_cpu_s() - cpu_before;
+            const double busiest = busiest_thread_s(threads_before, thread_cpu_s());
             const long retransmitted = retransmitted_segments() - retransmitted_before;
             long wrong = 0;
             for (size_t i = 0; i < count; ++i) {
@@ -144,6 +259,9 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
             if (it >= o.warmup) {
               times[r].push_back(seconds);
               out.retransmitted += retransmitted;
+              if (r == 0) out.cpu_s += cpu / o.iters;
+              if (r == 0) out.busiest_thread_s += busiest / o.iters;
+              if (r == 0 && o.timeline) print_timeline(it - o.warmup, seconds, sent_ms, n);
             }
           }
           // Pipeline-sized messages, rank 0 to rank 1 (one warm-up message first).
@@ -187,6 +305,7 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
     double slowest = 0;
     for (int r = 0; r < n; ++r) slowest = std::max(slowest, times[r][it]);
     out.allreduce_s += slowest / o.iters;
+    out.iteration_s.push_back(slowest);
   }
   out.pipeline_s = std::chrono::duration<double>(last_recv - first_send).count();
   return out;
@@ -210,9 +329,14 @@ int main(int argc, char** argv) {
   bool no_slow_start = false;
   app.add_option("--queue-ms", o.queue_ms, "the emulated router queue of every link (0: default)")
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--timeline", o.timeline,
+               "print rank 0's send times of every timed all-reduce (stderr)");
   app.add_flag("--no-slow-start-after-idle", no_slow_start,
                "set net.ipv4.tcp_slow_start_after_idle=0 in the namespaces");
+  bool no_single_stream = false;
+  app.add_flag("--no-single-stream", no_single_stream, "skip the 1-stream row");
   CLI11_PARSE(app, argc, argv);
+  o.single_stream = !no_single_stream;
   o.slow_start_after_idle = !no_slow_start;
 
   const double link = o.rate_mbit * 1e6 / 8;  // bytes/s
@@ -247,7 +371,12 @@ int main(int argc, char** argv) {
           wan->run_in(r, "sysctl -qw net.ipv4.tcp_slow_start_after_idle=0", output);
         }
       }
-      for (int streams : {1, o.streams}) {
+      std::string congestion_control;
+      wan->run_in(0, "sysctl -n net.ipv4.tcp_congestion_control", congestion_control);
+      congestion_control.erase(congestion_control.find_last_not_of(" \n") + 1);
+      std::vector<int> columns{o.streams};
+      if (o.single_stream) columns.insert(columns.begin(), 1);
+      for (int streams : columns) {
         const Measured m = run(*wan, n, streams, o);
         const double busbw = o.bytes / m.allreduce_s * 2.0 * (n - 1) / n;
         const double pipe = static_cast<double>(o.messages) * o.message_bytes / m.pipeline_s;
@@ -255,6 +384,11 @@ int main(int argc, char** argv) {
                     (m.plan + (streams == 0 ? " (chosen)" : "")).c_str(), m.allreduce_s * 1e3,
                     busbw / 1e6, 100 * busbw / link, m.retransmitted, pipe / 1e6, 100 * pipe / link,
                     m.wrong);
+        std::printf("#   %s, forwarder at %s priority; all-reduces (ms):",
+                    congestion_control.c_str(), wan->stats().realtime ? "real-time" : "normal");
+        for (double t : m.iteration_s) std::printf(" %.0f", t * 1e3);
+        std::printf("; process CPU %.2f s each (%.2f cores), busiest thread %.0f%% of the time\n",
+                    m.cpu_s, m.cpu_s / m.allreduce_s, 100 * m.busiest_thread_s / m.allreduce_s);
         std::fflush(stdout);
       }
       const auto stats = wan->stats();
