@@ -141,6 +141,18 @@ void check_services(const StageJobFile& f, Checks& checks) {
 // delta_bits are the workload's, validated with it).
 void check_data_parallel(const DataParallelSpec& d, Checks& checks) {
   if (!d.low_communication()) return;
+  // The planner's choice is the caller's to fill in (api/data_parallel_choice.h): the stages
+  // would otherwise run their own default, which no plan priced.
+  if (!d.sync_every) {
+    checks.fail("data_parallel.sync_every",
+                "not chosen: spec.dataParallel.syncEvery left to the planner, and the caller "
+                "did not fill in its choice for the placement");
+  }
+  if (!d.delta_bits) {
+    checks.fail("data_parallel.delta_bits",
+                "not chosen: spec.dataParallel.deltaBits left to the planner, and the caller "
+                "did not fill in its choice for the placement");
+  }
   if (!std::isfinite(d.outer_learning_rate) || d.outer_learning_rate <= 0) {
     checks.fail("data_parallel.outer_learning_rate",
                 "must be finite and > 0, got " + std::to_string(d.outer_learning_rate));
@@ -203,8 +215,8 @@ ordered_json workload_json(const TrainingJobSpec& spec, const placement::Workloa
 // names, and tests/stage/stage_job_file_data_parallel_test.cpp checks that the two agree).
 ordered_json data_parallel_json(const DataParallelSpec& d) {
   return {{"mode", placement::to_string(d.mode)},
-          {"sync_every", d.sync_every},
-          {"delta_bits", d.delta_bits},
+          {"sync_every", d.sync_every.value()},
+          {"delta_bits", d.delta_bits.value()},
           {"outer_learning_rate", d.outer_learning_rate},
           {"outer_momentum", d.outer_momentum},
           {"nesterov", d.nesterov},

@@ -6,6 +6,7 @@
 #include "api/pod_template.h"
 #include "api/yaml_json.h"
 #include "placement/limits.h"
+#include "placement/sync_period.h"
 
 namespace tessel::api {
 namespace {
@@ -86,8 +87,8 @@ ModelSpec read_model(const json& m) {
 DataParallelSpec read_data_parallel(const json& d) {
   DataParallelSpec out;
   out.mode = placement::parse_data_parallel_kind(d.value("mode", "synchronous"));
-  out.sync_every = d.value("syncEvery", out.sync_every);
-  out.delta_bits = d.value("deltaBits", out.delta_bits);
+  if (d.contains("syncEvery")) out.sync_every = d["syncEvery"].get<int>();
+  if (d.contains("deltaBits")) out.delta_bits = d["deltaBits"].get<int>();
   out.outer_learning_rate = d.value("outerLearningRate", out.outer_learning_rate);
   out.outer_momentum = d.value("outerMomentum", out.outer_momentum);
   out.nesterov = d.value("nesterov", out.nesterov);
@@ -292,11 +293,14 @@ placement::Workload TrainingJobSpec::workload() const {
   w.recompute_activations = model.recompute_activations;
   w.micro_batch = micro_batch;
   w.global_batch = global_batch;
-  if (data_parallel.low_communication()) {  // the runtime's H and bits, as given
-    w.data_parallel.kind = placement::DataParallelKind::LowCommunication;
-    w.data_parallel.sync_every = data_parallel.sync_every;
-    w.data_parallel.delta_bits = data_parallel.delta_bits;
-    w.data_parallel.delayed = data_parallel.delayed;
+  if (data_parallel.low_communication()) {  // H and bits as given, else the planner's to choose
+    placement::DataParallelMode& m = w.data_parallel;
+    m = placement::low_communication_chosen();
+    m.choose_sync_every = !data_parallel.sync_every;
+    m.sync_every = data_parallel.sync_every.value_or(m.sync_every);
+    m.choose_delta_bits = !data_parallel.delta_bits;
+    m.delta_bits = data_parallel.delta_bits.value_or(m.delta_bits);
+    m.delayed = data_parallel.delayed;
   }
   w.validate("spec.model");
   return w;

@@ -50,11 +50,13 @@ struct TrainingSpec {
 
 // spec.dataParallel: synchronous data parallelism, or the low-communication mode
 // (docs/low-communication.md; the stage's LowCommunication, noderuntime/stage/training_options.h,
-// whose defaults these are). The fields besides mode are meaningful for low-communication only.
+// whose defaults the outer settings are). The fields besides mode are meaningful for
+// low-communication only. H and the bits left out are the planner's to choose for the placement
+// the job gets (api/data_parallel_choice.h); job.json always carries the numbers.
 struct DataParallelSpec {
   placement::DataParallelKind mode = placement::DataParallelKind::Synchronous;
-  int sync_every = 50;  // H, 1 to placement::kMaxSyncEvery
-  int delta_bits = 32;  // 32, 8 or 4
+  std::optional<int> sync_every;  // H, 1 to placement::kMaxSyncEvery; none: the planner's
+  std::optional<int> delta_bits;  // 32, 8 or 4; none: the planner's
   double outer_learning_rate = 0.7;
   double outer_momentum = 0.9;  // [0, 1)
   bool nesterov = true;
@@ -127,7 +129,8 @@ struct TrainingJobSpec {
   // micro-batches per replica that the schedule accepts.
   std::vector<int> usable_widths() const;
   // The model, batch and data-parallel mode as the placement and the runtime see them
-  // (validated).
+  // (validated). H and bits not given are left to the planner (choose_sync_every,
+  // choose_delta_bits).
   placement::Workload workload() const;
 };
 

@@ -13,6 +13,7 @@
 #include "api/trainingjob.h"
 #include "api/yaml_json.h"
 #include "placement/limits.h"
+#include "placement/sync_period.h"
 
 namespace tessel::api {
 namespace {
@@ -62,7 +63,7 @@ TEST(TrainingJobDataParallel, TheExampleRunsTheLowCommunicationMode) {
   EXPECT_TRUE(mode.delayed);
 }
 
-TEST(TrainingJobDataParallel, AbsentOrOnlyAModeTakesTheDefaults) {
+TEST(TrainingJobDataParallel, AbsentOrOnlyAModeTakesTheDefaultsAndLeavesHToThePlanner) {
   const TrainingJob plain = parse_trainingjob(manifest("fables.yaml"), "fables.yaml");
   EXPECT_FALSE(plain.spec.data_parallel.low_communication());
   EXPECT_FALSE(plain.spec.workload().data_parallel.low_communication());
@@ -78,10 +79,19 @@ TEST(TrainingJobDataParallel, AbsentOrOnlyAModeTakesTheDefaults) {
   job["spec"]["dataParallel"] = {{"mode", "low-communication"}};
   const DataParallelSpec d = parse_trainingjob(job, "job.yaml").spec.data_parallel;
   EXPECT_TRUE(d.low_communication());
-  // The stage runtime's defaults (noderuntime/stage/training_options.h LowCommunication;
-  // tests/stage/stage_job_file_data_parallel_test.cpp checks that they are the same).
-  EXPECT_EQ(d.sync_every, 50);
-  EXPECT_EQ(d.delta_bits, 32);
+  // H and the bits are the planner's to choose for the placement (not the runtime's 50 and 32):
+  // the placement's workload says so, with the bits the planner picks.
+  EXPECT_FALSE(d.sync_every.has_value());
+  EXPECT_FALSE(d.delta_bits.has_value());
+  const placement::DataParallelMode mode =
+      parse_trainingjob(job, "job.yaml").spec.workload().data_parallel;
+  EXPECT_TRUE(mode.low_communication());
+  EXPECT_TRUE(mode.choose_sync_every);
+  EXPECT_TRUE(mode.choose_delta_bits);
+  EXPECT_EQ(mode.delta_bits, placement::choose_delta_bits().bits);
+  EXPECT_EQ(mode.sync_overhead, placement::kDefaultSyncOverhead);
+  // The outer settings: the stage runtime's defaults (noderuntime/stage/training_options.h
+  // LowCommunication; tests/stage/stage_job_file_data_parallel_test.cpp checks they are the same).
   EXPECT_DOUBLE_EQ(d.outer_learning_rate, 0.7);
   EXPECT_DOUBLE_EQ(d.outer_momentum, 0.9);
   EXPECT_TRUE(d.nesterov);
@@ -202,6 +212,26 @@ TEST(TrainingJobDataParallel, JobJsonCarriesTheSection) {
   synchronous.data_parallel = {};
   // Synchronous: no section, the stage's default (job.json as before the mode existed).
   EXPECT_FALSE(stage_job_json(synchronous, two_replicas()).contains("data_parallel"));
+}
+
+// job.json always carries numbers: a spec whose H and bits were left to the planner is refused
+// until the caller fills in the planner's choice, each field named.
+TEST(TrainingJobDataParallel, JobJsonRefusesHAndBitsNotChosen) {
+  TrainingJobSpec spec =
+      parse_trainingjob(manifest("fables-low-communication.yaml"), "example.yaml").spec;
+  spec.data_parallel.sync_every.reset();
+  spec.data_parallel.delta_bits.reset();
+  try {
+    stage_job_json(spec, two_replicas());
+    FAIL() << "wrote a job.json without H";
+  } catch (const ManifestError& e) {
+    EXPECT_EQ(fields_of(e.errors()),
+              (std::set<std::string>{"data_parallel.sync_every", "data_parallel.delta_bits"}));
+    EXPECT_NE(std::string(e.what()).find("left to the planner"), std::string::npos) << e.what();
+  }
+  spec.data_parallel.sync_every = 20;
+  spec.data_parallel.delta_bits = 4;
+  EXPECT_EQ(stage_job_json(spec, two_replicas())["data_parallel"]["sync_every"], 20);
 }
 
 // A spec built by hand (the launcher's) is checked like the caller's values, by job.json path.

@@ -1,8 +1,8 @@
 // job.json's data_parallel section has two writers of its names: api/stage_job_file (the operator
 // and `tessel local` write every job.json through it; api/ cannot include the stage) and the
 // stage's data_parallel_json. Both parse, through the stage's parse_job_spec, to the same
-// LowCommunication as the TrainingJob's spec.dataParallel says, and the spec's defaults are the
-// stage runtime's.
+// LowCommunication as the TrainingJob's spec.dataParallel says, and the spec's defaults of the
+// outer settings are the stage runtime's.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -65,6 +65,8 @@ TEST(StageJobFileDataParallel, EverySettingParsesBackAsWritten) {
   expect_same(parse_job_spec(document.dump(), "job.json").training.low_communication, l);
 }
 
+// The outer settings' defaults; H and the bits the spec leaves out are the planner's, which the
+// caller fills in before job.json is written (api/data_parallel_choice.h), here the runtime's.
 TEST(StageJobFileDataParallel, TheSpecsDefaultsAreTheRuntimes) {
   api::TrainingJobSpec spec = low_communication_job();
   spec.data_parallel = {};
@@ -72,6 +74,8 @@ TEST(StageJobFileDataParallel, TheSpecsDefaultsAreTheRuntimes) {
   LowCommunication runtime;  // the stage's defaults
   runtime.enabled = true;
   runtime.final_step = spec.training.steps;
+  spec.data_parallel.sync_every = runtime.sync_every;
+  spec.data_parallel.delta_bits = runtime.delta_bits;
   expect_same(read_back(spec), runtime);
 }
 

@@ -1,0 +1,48 @@
+// The low-communication mode's H and delta bits as a job runs them: given in its spec, or chosen
+// by the planner for the placement it runs (placement/sync_period.h), or kept from an earlier
+// placement of the job. `tessel local` and the operator both resolve the mode here after placing
+// a job, so job.json always carries numbers and both say the same thing about them (the choice
+// `tessel plan` prints for the same layout: cli/plan_data_parallel.h).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "placement/data_parallel_mode.h"
+#include "placement/pipeline_timing.h"
+#include "placement/sync_period.h"
+
+namespace tessel::api {
+
+struct DataParallelChoice {
+  // H and bits as run (choose_sync_every and choose_delta_bits false); synchronous: as given.
+  placement::DataParallelMode mode;
+  std::optional<placement::SyncPeriodChoice> sync_every;  // when the planner chose H now
+  std::optional<placement::DeltaBitsChoice> delta_bits;   // when the planner chose the bits
+  // Why H and the bits are what they are, for people: "H=50: given (spec.dataParallel.syncEvery)"
+  // or the planner's reason. A caller that keeps an earlier choice passes it as given and replaces
+  // the reason.
+  std::string sync_every_reason;
+  std::string delta_bits_reason;
+  // The caller passed an earlier choice of the planner as given, to keep it (a checkpoint was
+  // trained at it), and replaced sync_every_reason.
+  bool sync_every_kept = false;
+
+  bool low_communication() const { return mode.low_communication(); }
+};
+
+// `mode` (a workload's data_parallel) resolved for one placement: `spec` is the cost model's
+// schedule (FullCostModel::schedule()) and `timing` its pipeline_timing of that placement.
+// When mode.choose_sync_every, H is choose_sync_every(spec, timing, mode.sync_overhead): the
+// same H the cost model priced the placement at. When mode.choose_delta_bits, choose_delta_bits().
+// The field names say where given values come from ("spec.dataParallel.syncEvery").
+DataParallelChoice choose_data_parallel(const placement::DataParallelMode& mode,
+                                        const placement::ScheduleSpec& spec,
+                                        const placement::PipelineTiming& timing,
+                                        const std::string& sync_every_field,
+                                        const std::string& delta_bits_field);
+
+// "low-communication H=50 8-bit" (" blocking" when the exchange is waited); "synchronous".
+std::string data_parallel_name(const placement::DataParallelMode& mode);
+
+}  // namespace tessel::api
