@@ -7,7 +7,8 @@ namespace {
 
 // The local job as the TrainingJob spec it stands for (a local job file is a thin form of one;
 // a TrainingJob manifest comes back as it was parsed, with its data path resolved).
-api::TrainingJobSpec trainingjob_spec(const LocalJob& job) {
+// H and the bits are the plan's: given in the job, or the planner's choice for its placement.
+api::TrainingJobSpec trainingjob_spec(const LocalJob& job, const LocalPlan& plan) {
   const placement::Workload& w = job.workload;
   const LocalTraining& t = job.training;
   api::TrainingJobSpec spec;
@@ -36,10 +37,15 @@ api::TrainingJobSpec trainingjob_spec(const LocalJob& job) {
   spec.training.grad_clip = t.grad_clip;
   spec.training.seed = t.seed;
   spec.training.threads = t.threads;
+  if (job.data_parallel.enabled != plan.data_parallel.low_communication()) {
+    throw LocalJobError(
+        "cannot write the stage processes' job file: the plan's data-parallel mode (" +
+        api::data_parallel_name(plan.data_parallel.mode) + ") is not the job's");
+  }
   if (const stage::LowCommunication& l = job.data_parallel; l.enabled) {
     spec.data_parallel = {placement::DataParallelKind::LowCommunication,
-                          l.sync_every,
-                          l.delta_bits,
+                          plan.data_parallel.mode.sync_every,
+                          plan.data_parallel.mode.delta_bits,
                           l.outer_learning_rate,
                           l.outer_momentum,
                           l.nesterov,
@@ -95,7 +101,7 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
     file.optimizer = stage::to_string(job.training.optimizer);
   }
   try {
-    return api::stage_job_json(trainingjob_spec(job), file);
+    return api::stage_job_json(trainingjob_spec(job, plan), file);
   } catch (const api::ManifestError& e) {
     throw LocalJobError(std::string("cannot write the stage processes' job file: ") + e.what());
   }

@@ -12,6 +12,7 @@
 
 #include "placement/limits.h"
 #include "placement/schedule.h"
+#include "placement/sync_period.h"
 
 namespace tessel::launcher {
 namespace {
@@ -147,7 +148,10 @@ void parse_training(const YamlFields& t, LocalJob& job) {
   }
 }
 
-// data_parallel: job.json's section, written in YAML (noderuntime/stage/job_spec.h).
+// data_parallel: job.json's section, written in YAML (noderuntime/stage/job_spec.h), except that
+// sync_every and delta_bits left out (or auto) are the planner's to choose for the placement the
+// job runs (local_plan.h), as `tessel plan` chooses them; sync_overhead is the planner's
+// tolerance for H then (placement/sync_period.h).
 void parse_data_parallel(const YamlFields& root, LocalJob& job) {
   if (!root.has("data_parallel")) return;
   const YamlFields d = root.section("data_parallel");
@@ -160,15 +164,38 @@ void parse_data_parallel(const YamlFields& root, LocalJob& job) {
     d.fail("data_parallel.mode",
            "must be \"synchronous\" or \"low-communication\", got \"" + mode + "\"");
   }
-  d.allow({"mode", "sync_every", "delta_bits", "outer_learning_rate", "outer_momentum", "nesterov",
-           "delayed", "stagger"});
+  d.allow({"mode", "sync_every", "delta_bits", "sync_overhead", "outer_learning_rate",
+           "outer_momentum", "nesterov", "delayed", "stagger"});
+  const auto chosen = [&d](const std::string& key) {
+    return !d.has(key) || (d.node(key).IsScalar() && d.node(key).Scalar() == "auto");
+  };
   stage::LowCommunication& l = job.data_parallel;
+  // What the cost model and the simulator price (placement/data_parallel_mode.h).
+  placement::DataParallelMode& m = job.workload.data_parallel;
+  m = placement::low_communication_chosen();
   l.enabled = true;
-  l.sync_every = static_cast<int>(d.integer("sync_every", l.sync_every, 1, stage::kMaxSyncEvery));
-  l.delta_bits = static_cast<int>(d.integer("delta_bits", l.delta_bits, 4, 32));
-  if (l.delta_bits != 32 && l.delta_bits != 8 && l.delta_bits != 4) {
-    d.fail("data_parallel.delta_bits", "must be 32, 8 or 4, got " + std::to_string(l.delta_bits));
+  m.choose_sync_every = chosen("sync_every");
+  if (!m.choose_sync_every) {
+    l.sync_every = static_cast<int>(d.integer("sync_every", l.sync_every, 1, stage::kMaxSyncEvery));
+    m.sync_every = l.sync_every;
   }
+  m.choose_delta_bits = chosen("delta_bits");
+  if (!m.choose_delta_bits) {
+    l.delta_bits = static_cast<int>(d.integer("delta_bits", l.delta_bits, 4, 32));
+    if (l.delta_bits != 32 && l.delta_bits != 8 && l.delta_bits != 4) {
+      d.fail("data_parallel.delta_bits",
+             "must be 32, 8, 4 or auto, got " + std::to_string(l.delta_bits));
+    }
+    m.delta_bits = l.delta_bits;
+  }
+  if (d.has("sync_overhead") && !m.choose_sync_every) {
+    d.fail("data_parallel.sync_overhead",
+           "is the planner's tolerance for H; it applies only when sync_every is auto or left "
+           "out, got sync_every " +
+               std::to_string(l.sync_every));
+  }
+  m.sync_overhead = d.number("sync_overhead", placement::kDefaultSyncOverhead, 0,
+                             placement::kMaxSyncOverhead, true);
   l.outer_learning_rate =
       static_cast<float>(d.number("outer_learning_rate", l.outer_learning_rate, 0, kInf, true));
   l.outer_momentum = static_cast<float>(d.number("outer_momentum", l.outer_momentum, 0, 1));
@@ -177,9 +204,7 @@ void parse_data_parallel(const YamlFields& root, LocalJob& job) {
   l.delayed = d.boolean("delayed", l.delayed);
   l.stagger = d.boolean("stagger", l.stagger);
   l.final_step = job.training.steps;
-  // What the cost model and the simulator price (placement/data_parallel_mode.h).
-  job.workload.data_parallel = {placement::DataParallelKind::LowCommunication, l.sync_every,
-                                l.delta_bits, l.delayed};
+  m.delayed = l.delayed;
 }
 
 void parse_data(const YamlFields& root, const std::string& base_dir, LocalJob& job) {

@@ -70,7 +70,9 @@ struct LocalJob {
   bool resume = false;
   int checkpoint_keep = 3;  // checkpoint.keep: step folders kept (>= 1), job.json's "keep"
   // data_parallel: the same fields as job.json's (noderuntime/stage/job_spec.h); not enabled:
-  // synchronous data parallelism.
+  // synchronous data parallelism. sync_every and delta_bits here are the given ones: where the
+  // file leaves them to the planner (workload.data_parallel.choose_sync_every / choose_delta_bits)
+  // the plan's choice runs (LocalPlan::data_parallel), not these defaults.
   stage::LowCommunication data_parallel;
 
   int world_size() const { return stages * replicas; }

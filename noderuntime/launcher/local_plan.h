@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "api/data_parallel_choice.h"
 #include "noderuntime/launcher/compute_speed.h"
 #include "noderuntime/launcher/local_job.h"
 #include "placement/placement.h"
@@ -32,6 +33,9 @@ struct LocalPlan {
   placement::SimulationResult simulation;  // simulation.iteration_s: the predicted iteration
   double closed_form_s = 0;                // the planner's closed form for the same timing
   std::vector<int> device_of_rank;         // rank = replica x stages + stage
+  // The data-parallel mode as the job runs it on this placement: H and bits given in the job,
+  // or chosen by the planner for this placement (the H the timing is priced at), and why.
+  api::DataParallelChoice data_parallel;
 };
 
 // The full cost model the job is planned and predicted with.

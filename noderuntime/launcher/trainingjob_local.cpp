@@ -58,8 +58,9 @@ LocalJob local_job_from_trainingjob(const api::TrainingJob& job, const std::stri
   if (const api::DataParallelSpec& d = spec.data_parallel; d.low_communication()) {
     stage::LowCommunication& l = local.data_parallel;  // local.workload carries it for the plan
     l.enabled = true;
-    l.sync_every = d.sync_every;
-    l.delta_bits = d.delta_bits;
+    // Left out: the planner chooses them for the plan (local.workload says so).
+    l.sync_every = d.sync_every.value_or(l.sync_every);
+    l.delta_bits = d.delta_bits.value_or(l.delta_bits);
     l.outer_learning_rate = static_cast<float>(d.outer_learning_rate);
     l.outer_momentum = static_cast<float>(d.outer_momentum);
     l.nesterov = d.nesterov;

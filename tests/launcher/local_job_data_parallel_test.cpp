@@ -54,6 +54,9 @@ TEST(LocalJobDataParallel, ReachesJobJsonAndParsesBackThere) {
   LocalPlan plan;
   plan.layer_split = {2};
   plan.device_of_rank = {0, 1};
+  // H and bits given: the plan runs them as given (no timing needed to choose).
+  plan.data_parallel = api::choose_data_parallel(
+      job.workload.data_parallel, {}, {}, "data_parallel.sync_every", "data_parallel.delta_bits");
   JobFilePaths paths;
   paths.topology = kExamples + "/two-sites-slow.yaml";
   paths.rendezvous_address = "127.0.0.1:4000";
@@ -101,7 +104,7 @@ TEST(LocalJobDataParallel, ErrorsNameTheField) {
             "job.yaml: data_parallel.mode: must be \"synchronous\" or \"low-communication\", got "
             "\"sometimes\"");
   EXPECT_NE(error_of(with_section("data_parallel: {mode: low-communication, delta_bits: 6}\n"))
-                .find("data_parallel.delta_bits: must be 32, 8 or 4, got 6"),
+                .find("data_parallel.delta_bits: must be 32, 8, 4 or auto, got 6"),
             std::string::npos);
   EXPECT_NE(error_of(with_section("data_parallel: {mode: low-communication, sync_every: 0}\n"))
                 .find("data_parallel.sync_every"),
