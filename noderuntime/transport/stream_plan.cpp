@@ -39,6 +39,13 @@ SocketBufferLimits read_socket_buffer_limits() {
   return limits;
 }
 
+bool read_slow_start_after_idle() {
+  uint64_t value = 1;
+  std::ifstream in("/proc/sys/net/ipv4/tcp_slow_start_after_idle");
+  in >> value;
+  return value != 0;
+}
+
 StreamPlan plan_link_streams(double capacity_bytes_per_s, double rtt_s, int configured_streams,
                              const SocketBufferLimits& limits, int max_streams) {
   check_rate("capacity", capacity_bytes_per_s);

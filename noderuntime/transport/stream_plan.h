@@ -39,6 +39,15 @@ struct SocketBufferLimits {
 // default above.
 SocketBufferLimits read_socket_buffer_limits();
 
+// Reads net.ipv4.tcp_slow_start_after_idle of the calling thread's network namespace: true for
+// 1, the Linux default, or when it cannot be read. With it a stream idle for longer than its
+// retransmission timeout (about one RTT) restarts from 10 segments, so on a long fat link an
+// all-reduce after a training step's compute spends round trips refilling the window: 711-737
+// ms instead of 644-675 ms for 64 MiB at n = 2, 150 ms, 1 Gbit/s, after 1 s idle
+// (bench/transport/results.md). Per network namespace, not per socket: the transport can only
+// say so.
+bool read_slow_start_after_idle();
+
 struct StreamPlan {
   int streams = 1;
   uint64_t buffer_bytes = 0;  // SO_SNDBUF and SO_RCVBUF of every stream; 0: kernel autotuning

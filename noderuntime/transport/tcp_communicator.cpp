@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>  // H42-TEMPORARY
 #include <string>
 
 #include "noderuntime/transport/direct_all_reduce.h"
@@ -47,6 +48,11 @@ void validate(const TcpOptions& options) {
   if (options.max_message_bytes == 0) {
     throw TransportError("tcp communicator: max_message_bytes must be positive");
   }
+  if (options.all_reduces_in_flight < 1 || options.all_reduces_in_flight > kMaxAllReducesInFlight) {
+    throw TransportError("tcp communicator: all_reduces_in_flight " +
+                         std::to_string(options.all_reduces_in_flight) + " outside [1, " +
+                         std::to_string(kMaxAllReducesInFlight) + "]");
+  }
   if (options.min_piece_bytes == 0) {
     throw TransportError("tcp communicator: min_piece_bytes must be positive");
   }
@@ -58,8 +64,13 @@ void validate(const TcpOptions& options) {
 
 // One line on the link's streams, when there is something to say.
 std::optional<std::string> plan_line(int rank, const std::string& peer, const MeshLink& link,
-                                     bool connected_here) {
-  if (link.plan.streams == 1 && link.plan.capped_by.empty()) return std::nullopt;
+                                     bool connected_here, bool slow_start_after_idle) {
+  // Buffers sized from the BDP: a window beyond the kernel's autotuning, which slow start after
+  // idle throws away (read_slow_start_after_idle).
+  const bool restarts_slowly = slow_start_after_idle && link.plan.buffer_bytes > 0;
+  if (link.plan.streams == 1 && link.plan.capped_by.empty() && !restarts_slowly) {
+    return std::nullopt;
+  }
   std::string line = "tessel transport: rank " + std::to_string(rank) + ": link to " + peer + ": " +
                      describe(link.plan);
   if (connected_here) {
@@ -75,13 +86,22 @@ std::optional<std::string> plan_line(int rank, const std::string& peer, const Me
   } else {
     line += " (chosen by the peer)";
   }
+  if (restarts_slowly) {
+    line +=
+        "; net.ipv4.tcp_slow_start_after_idle is 1: after an idle spell longer than about one "
+        "RTT every stream restarts from 10 segments (set it to 0 in this network namespace)";
+  }
   return line;
 }
 
 }  // namespace
 
+static TcpOptions h42_measure(TcpOptions o) {  // H42-TEMPORARY
+  if (const char* k = std::getenv("TESSEL_H42_K")) o.all_reduces_in_flight = std::atoi(k);
+  return o;
+}
 TcpCommunicator::TcpCommunicator(TcpOptions options, const TcpListener& listener)
-    : options_(std::move(options)) {
+    : options_(h42_measure(std::move(options))) {
   validate(options_);
   const MeshOptions mesh{options_.job_id,
                          options_.rank,
@@ -91,11 +111,13 @@ TcpCommunicator::TcpCommunicator(TcpOptions options, const TcpListener& listener
                          options_.link_capacity,
                          options_.buffer_limits.value_or(read_socket_buffer_limits())};
   std::vector<MeshLink> links = establish_mesh(mesh, listener);
+  const bool slow_start_after_idle =
+      options_.slow_start_after_idle.value_or(read_slow_start_after_idle());
   peers_.resize(options_.peers.size());
   for (int p = 0; p < size(); ++p) {
     if (p == rank()) continue;
     const std::string name = describe_peer(p, options_.peers[p]);
-    if (auto line = plan_line(rank(), name, links[p], p < rank())) {
+    if (auto line = plan_line(rank(), name, links[p], p < rank(), slow_start_after_idle)) {
       if (options_.log) {
         options_.log(*line);
       } else {
@@ -188,11 +210,12 @@ Request TcpCommunicator::iall_reduce(void* data, size_t count, DType dtype,
       return Request(completion);
     }
     std::unique_ptr<Lane>& slot = lanes_[group];
-    if (!slot) {
-      slot = std::make_unique<Lane>();
-      slot->thread = std::thread([this, lane = slot.get()] { lane_loop(*lane); });
-    }
+    if (!slot) slot = std::make_unique<Lane>();
     lane = slot.get();
+    if (lane->idle == 0 &&
+        lane->threads.size() < static_cast<size_t>(options_.all_reduces_in_flight)) {
+      lane->threads.emplace_back([this, lane] { lane_loop(*lane); });
+    }
     const uint64_t sequence = lane->next_sequence++;
     lane->queue.emplace_back(
         [this, buffer, group, sequence] {
@@ -209,21 +232,22 @@ Request TcpCommunicator::iall_reduce(void* data, size_t count, DType dtype,
 }
 
 void TcpCommunicator::lane_loop(Lane& lane) {
+  std::unique_lock lock(mu_);
   while (true) {
-    Collective job;
-    {
-      std::unique_lock lock(mu_);
-      lane.wake.wait(lock, [&] { return closing_ || !lane.queue.empty(); });
-      if (closing_) return;
-      job = std::move(lane.queue.front());
-      lane.queue.pop_front();
-    }
+    ++lane.idle;
+    lane.wake.wait(lock, [&] { return closing_ || !lane.queue.empty(); });
+    --lane.idle;
+    if (closing_) return;
+    Collective job = std::move(lane.queue.front());
+    lane.queue.pop_front();
+    lock.unlock();
     try {
       job.first();
       job.second->complete();
     } catch (const TransportError& e) {
       job.second->fail(std::string("all-reduce: ") + e.what());
     }
+    lock.lock();
   }
 }
 
@@ -247,7 +271,9 @@ void TcpCommunicator::close() {
     for (auto& p : peers_) {
       if (p) p->close();
     }
-    for (auto& [group, lane] : lanes_) lane->thread.join();
+    for (auto& [group, lane] : lanes_) {
+      for (std::thread& thread : lane->threads) thread.join();
+    }
   });
 }
 

@@ -58,6 +58,39 @@ TEST(Streams, BothEndsOfALinkUseTheConfiguredStreams) {
   EXPECT_TRUE(chosen_by_peer);
 }
 
+TEST(Streams, ALinkLineSaysWhenSlowStartAfterIdleWouldEmptyItsWindow) {
+  // A capacity so high that even loopback's round trip of microseconds makes a BDP beyond the
+  // kernel's autotuning (buffers sized from it), and caps that one stream covers: the line's
+  // only news is slow start after idle, so without it there is no line.
+  for (const bool on : {true, false}) {
+    std::vector<std::string> lines;
+    std::mutex mu;
+    Comms comms = connect_local(2, [&](TcpOptions& o) {
+      o.link_capacity = {1e13, 1e13};
+      o.buffer_limits = SocketBufferLimits{uint64_t{1} << 40, uint64_t{1} << 40};
+      o.slow_start_after_idle = on;
+      o.log = [&](const std::string& line) {
+        std::lock_guard lock(mu);
+        lines.push_back(line);
+      };
+    });
+    ASSERT_EQ(comms[1]->streams_to(0), 1);
+    if (!on) {
+      EXPECT_TRUE(lines.empty()) << lines.front();
+      continue;
+    }
+    ASSERT_EQ(lines.size(), 2u);  // both ends
+    for (const auto& line : lines) {
+      EXPECT_TRUE(Contains(line, "1 stream, buffers ")) << line;
+      EXPECT_TRUE(Contains(line,
+                           "; net.ipv4.tcp_slow_start_after_idle is 1: after an idle spell "
+                           "longer than about one RTT every stream restarts from 10 "
+                           "segments (set it to 0 in this network namespace)"))
+          << line;
+    }
+  }
+}
+
 TEST(Streams, AnUnconfiguredLoopbackLinkHasOneStream) {
   // 1 Gbit/s over a loopback round trip of microseconds: the BDP fits one stream.
   Comms comms = connect_local(2, [](TcpOptions& o) { o.link_capacity = {125e6, 125e6}; });
