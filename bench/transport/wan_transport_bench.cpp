@@ -19,7 +19,7 @@
 // Usage: wan_transport_bench [--ranks 2,4] [--rtt-ms 0,50,150,250] [--rate-mbit 1000]
 //        [--bytes N] [--iters 3] [--warmup 1] [--message-bytes N] [--messages 16]
 //        [--streams N (instead of the chosen)] [--no-slow-start-after-idle] [--queue-ms MS]
-//        [--timeline] [--no-single-stream]
+//        [--timeline] [--no-single-stream] [--idle-ms MS]
 // Recorded results: bench/transport/results.md and docs/benchmarks.md.
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +62,8 @@ struct BenchOptions {
   bool slow_start_after_idle = true;
   double queue_ms = 0;  // 0: the emulator's default
   bool timeline = false;
+  double idle_ms =
+      0;  // the links idle this long before each all-reduce (a training step's compute)
   bool single_stream = true;  // measure 1 stream beside the chosen ones
 };
 
@@ -228,6 +230,7 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
           std::vector<float> data(count);
           for (int it = 0; it < o.warmup + o.iters; ++it) {
             for (size_t i = 0; i < count; ++i) data[i] = input(r, i);
+            std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(o.idle_ms));
             barrier(comm);
             start_line.arrive_and_wait();
             const long retransmitted_before = retransmitted_segments();
@@ -328,6 +331,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, kMaxStreamsPerLink));
   bool no_slow_start = false;
   app.add_option("--queue-ms", o.queue_ms, "the emulated router queue of every link (0: default)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--idle-ms", o.idle_ms,
+                 "idle time before each all-reduce, as a training step's compute leaves it")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--timeline", o.timeline,
                "print rank 0's send times of every timed all-reduce (stderr)");
