@@ -56,12 +56,20 @@ std::vector<GpuNode> choose_gpus(const std::vector<GpuNode>& nodes, int needed) 
 }
 
 JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& candidates,
-                       const std::atomic<bool>* cancel, const std::vector<int>& keep_layers) {
+                       const std::atomic<bool>* cancel, const std::vector<int>& keep_layers,
+                       std::optional<int> keep_sync_every) {
   const api::TrainingJobSpec& spec = job.spec;
   const placement::PartitionShape shape{spec.parallelism.stages, spec.parallelism.replicas};
   JobPlacement out;
   out.topology = build_cluster_topology(choose_gpus(candidates, shape.devices()));
-  const placement::Workload workload = spec.workload();
+  placement::Workload workload = spec.workload();
+  placement::DataParallelMode& mode = workload.data_parallel;
+  const bool keep = keep_sync_every && mode.low_communication() && mode.choose_sync_every;
+  if (keep) {
+    mode.choose_sync_every = false;
+    mode.sync_every = *keep_sync_every;
+    mode.sync_overhead = placement::kDefaultSyncOverhead;  // the tolerance is for choosing only
+  }
 
   placement::FullCostOptions full;
   full.schedule = spec.parallelism.schedule;
@@ -97,6 +105,16 @@ JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& 
   }
   out.layer_split =
       placement::virtual_stage_split(out.placement.layer_split, spec.parallelism.virtual_stages);
+  out.data_parallel = api::choose_data_parallel(
+      mode, predictor.schedule(), predictor.pipeline_timing(out.placement.pipelines),
+      "spec.dataParallel.syncEvery", "spec.dataParallel.deltaBits");
+  if (keep) {
+    out.data_parallel.sync_every_kept = true;
+    out.data_parallel.sync_every_reason =
+        "H=" + std::to_string(mode.sync_every) +
+        ": kept from the job's earlier placement, where the planner chose it (its checkpoint "
+        "was trained at it)";
+  }
 
   out.tasklets.resize(static_cast<size_t>(shape.devices()));
   for (const placement::RankEntry& entry : out.placement.rank_map) {
@@ -149,7 +167,27 @@ nlohmann::json placement_status(const JobPlacement& placed, const api::TrainingJ
                            {"stages", std::move(stages)},
                            {"links", std::move(links)}};
   if (omitted > 0) status["linksOmitted"] = omitted;
+  if (const api::DataParallelChoice& dp = placed.data_parallel; dp.low_communication()) {
+    status["dataParallel"] = {{"mode", placement::to_string(dp.mode.kind)},
+                              {"syncEvery", dp.mode.sync_every},
+                              {"syncEveryChosen", dp.sync_every.has_value() || dp.sync_every_kept},
+                              {"syncEveryReason", dp.sync_every_reason},
+                              {"deltaBits", dp.mode.delta_bits},
+                              {"deltaBitsChosen", dp.delta_bits.has_value()},
+                              {"deltaBitsReason", dp.delta_bits_reason}};
+  }
   return status;
+}
+
+std::optional<int> chosen_sync_every_from_status(const nlohmann::json& status_placement) {
+  if (!status_placement.is_object()) return std::nullopt;
+  const nlohmann::json dp = status_placement.value("dataParallel", nlohmann::json());
+  if (!dp.is_object() || dp.value("syncEveryChosen", nlohmann::json()) != true) return std::nullopt;
+  const nlohmann::json h = dp.value("syncEvery", nlohmann::json());
+  if (!h.is_number_integer()) return std::nullopt;
+  const int64_t value = h.get<int64_t>();
+  if (value < 1 || value > placement::kMaxSyncEvery) return std::nullopt;
+  return static_cast<int>(value);
 }
 
 std::vector<int> layers_from_status(const nlohmann::json& status_placement,

@@ -11,10 +11,12 @@
 #include <atomic>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "api/data_parallel_choice.h"
 #include "api/trainingjob.h"
 #include "operator/controller/candidate_nodes.h"
 #include "operator/controller/cluster_topology.h"
@@ -39,6 +41,9 @@ struct JobPlacement {
   std::vector<int> layer_split;        // per virtual stage (chunk c of stage p at c x P + p)
   std::vector<TaskletPlace> tasklets;  // index = rank = replica x stages + stage
   double search_seconds = 0;
+  // The data-parallel mode as the job runs on this placement: H and bits from the spec, or the
+  // planner's choice for the placement (the H it was priced at), or the kept H; and why.
+  api::DataParallelChoice data_parallel;
 };
 
 // Chooses the GPUs and searches. Throws NotEnoughGpus, placement::TopologyError (a topology
@@ -49,9 +54,18 @@ struct JobPlacement {
 // checkpoints hold each stage's layers, so a re-placement keeps it. The search cannot take a
 // fixed split (the cost model splits the layers for each stage order it tries), so the search's
 // own split is replaced by it afterwards; the predicted figures are those of the search's split.
+//
+// keep_sync_every (set: the H the planner chose at an earlier placement, which the job's
+// checkpoint was trained at) replaces the planner's choice where the spec leaves H out: the
+// search prices every layout at it, and data_parallel says it was kept.
 JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& candidates,
                        const std::atomic<bool>* cancel = nullptr,
-                       const std::vector<int>& keep_layers = {});
+                       const std::vector<int>& keep_layers = {},
+                       std::optional<int> keep_sync_every = std::nullopt);
+
+// The H the planner chose at the job's last placement (status.placement.dataParallel, written by
+// placement_status), when it chose one that is within the runtime's bounds; else nullopt.
+std::optional<int> chosen_sync_every_from_status(const nlohmann::json& status_placement);
 
 // The per-stage layers of a status.placement (placement_status) that fit the job: one entry per
 // stage, each at least 1 and summing to the model's layers; empty otherwise.
@@ -60,8 +74,9 @@ std::vector<int> layers_from_status(const nlohmann::json& status_placement,
 
 // status.placement of the TrainingJob (crds/tessel.dev_trainingjobs.yaml): the generation it
 // was made for, the clusters, the predicted iteration, the cost breakdown, per stage its
-// layers and where each replica runs, and the links between nodes it rests on
-// (placement_links.h).
+// layers and where each replica runs, the links between nodes it rests on
+// (placement_links.h), and for a low-communication job dataParallel: the H and bits it runs,
+// whether the planner chose each and why.
 nlohmann::json placement_status(const JobPlacement& placed, const api::TrainingJob& job);
 
 // The tasklets of a status.placement written by placement_status (what an operator that

@@ -52,6 +52,15 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
   // A job placed before keeps its layer split: its checkpoints hold each stage's layers.
   const std::vector<int> keep_layers =
       layers_from_status(status.value("placement", json::object()), job);
+  // A job that resumes a checkpoint keeps the H the planner chose before (the outer state would
+  // take another, but the run's loss per token would change under it without anyone asking);
+  // with no checkpoint the planner chooses afresh for the new placement. status and the Placed
+  // event say which.
+  const json progress = status.value("progress", json::object());
+  const std::optional<int> keep_sync_every =
+      progress.is_object() && progress.contains("lastCheckpointStep")
+          ? chosen_sync_every_from_status(status.value("placement", json::object()))
+          : std::nullopt;
 
   JobPlacement placed;
   int width = 0;
@@ -65,7 +74,7 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
                                          : free_gpus(nodes) >= needed          ? &nodes
                                                                                : nullptr;
       if (pool == nullptr) continue;
-      placed = place_job(at_width(job, w), *pool, &cancel_, keep_layers);
+      placed = place_job(at_width(job, w), *pool, &cancel_, keep_layers, keep_sync_every);
       width = w;
       break;
     }
@@ -158,6 +167,10 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
     // stage that finds no GPU computes it in fp32 on the CPU), as spec.model.precision says.
     api::TrainingJobSpec spec = placed_job.spec;
     if (!spec.model.precision) spec.model.precision = placement::Precision::BF16;
+    if (placed.data_parallel.low_communication()) {  // the numbers the placement was priced at
+      spec.data_parallel.sync_every = placed.data_parallel.mode.sync_every;
+      spec.data_parallel.delta_bits = placed.data_parallel.mode.delta_bits;
+    }
     input.job_json = api::stage_job_text(spec, file);
     input.token = token;
     input.ca_pem = options_.ca_pem;
@@ -231,6 +244,10 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
       std::to_string(placed.topology.measured_pairs) + " node pairs measured, " +
       std::to_string(placed.topology.estimated_pairs) +
       " estimated from regions and zones; placed in " + seconds_text(placement_s) + ".";
+  if (const api::DataParallelChoice& dp = placed.data_parallel; dp.low_communication()) {
+    summary += " Data parallelism " + api::data_parallel_name(dp.mode) + " (" +
+               dp.sync_every_reason + "; " + dp.delta_bits_reason + ").";
+  }
   if (!excluded_used.empty()) {
     summary += " Uses " + join(excluded_used, ", ") +
                ", excluded after a failure, as the job does not fit without them.";
