@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>  // H42-TEMPORARY
 #include <string>
 
 #include "noderuntime/transport/direct_all_reduce.h"
@@ -96,12 +95,8 @@ std::optional<std::string> plan_line(int rank, const std::string& peer, const Me
 
 }  // namespace
 
-static TcpOptions h42_measure(TcpOptions o) {  // H42-TEMPORARY
-  if (const char* k = std::getenv("TESSEL_H42_K")) o.all_reduces_in_flight = std::atoi(k);
-  return o;
-}
 TcpCommunicator::TcpCommunicator(TcpOptions options, const TcpListener& listener)
-    : options_(h42_measure(std::move(options))) {
+    : options_(std::move(options)) {
   validate(options_);
   const MeshOptions mesh{options_.job_id,
                          options_.rank,
