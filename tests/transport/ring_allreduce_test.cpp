@@ -118,7 +118,7 @@ TEST(RingAllReduce, FollowsTheCallersRingOrderAndRunsSubgroupsSideBySide) {
   EXPECT_TRUE(same_bits(results[0], results[2]));
 }
 
-TEST(RingAllReduce, SeveralCollectivesInFlightCompleteInOrder) {
+TEST(RingAllReduce, SeveralCollectivesInFlightAllComplete) {
   const int n = 3;
   Comms comms = connect_local(n, ring_only);
   std::vector<std::vector<std::vector<float>>> buffers(n);  // [rank][collective]
