@@ -1,6 +1,7 @@
 #include "noderuntime/launcher/job_file.h"
 
 #include "api/stage_job_file.h"
+#include "placement/limits.h"
 
 namespace tessel::launcher {
 namespace {
@@ -67,6 +68,20 @@ api::TrainingJobSpec trainingjob_spec(const LocalJob& job, const LocalPlan& plan
 }
 
 }  // namespace
+
+std::optional<int> sync_every_of_job_file(const std::string& path) {
+  std::string why;  // an earlier job.json that cannot be read keeps nothing
+  const std::optional<std::string> text =
+      placement::read_file_bounded(path, api::kMaxStageJobFileBytes, &why);
+  if (!text) return std::nullopt;
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("data_parallel") || !j["data_parallel"].is_object())
+    return std::nullopt;
+  const nlohmann::json h = j["data_parallel"].value("sync_every", nlohmann::json());
+  if (!h.is_number_integer() || h.get<int64_t>() < 1 || h.get<int64_t>() > stage::kMaxSyncEvery)
+    return std::nullopt;
+  return h.get<int>();
+}
 
 std::string tasklet_label(int stage, int replica) {
   return "stage " + std::to_string(stage) + " replica " + std::to_string(replica);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,10 @@ struct JobFilePaths {
 // rank_hosts neither empty nor one per rank).
 nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
                                      const JobFilePaths& paths, uint64_t job_id);
+
+// The H an earlier run's job.json ran (data_parallel.sync_every), when the file is there and
+// holds one in [1, kMaxSyncEvery]; else nullopt. A resumed run keeps it (local_plan.h).
+std::optional<int> sync_every_of_job_file(const std::string& path);
 
 // "stage 1 replica 0"
 std::string tasklet_label(int stage, int replica);

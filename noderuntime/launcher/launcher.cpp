@@ -166,7 +166,10 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
   check_network(options.network, topology);
   const ComputeSpeed speed =
       measure_compute_speed(job.workload, job.training.threads, job.world_size());
-  result.plan = plan_local_job(job, topology, speed, options.placement_file);
+  // A resumed run keeps the H its checkpoint was trained at (the earlier run's job.json).
+  result.plan =
+      plan_local_job(job, topology, speed, options.placement_file,
+                     resuming ? sync_every_of_job_file((dir / "job.json").string()) : std::nullopt);
   result.output_dir = dir.string();
   result.simulate_command = simulate_command(job, dir);
   std::error_code ec;

@@ -99,7 +99,21 @@ double compute_share(const LocalJob& job, const LocalPlan& plan) {
 }  // namespace
 
 LocalPlan plan_local_job(const LocalJob& job, const placement::Topology& network,
-                         const ComputeSpeed& measured, const std::string& placement_file) {
+                         const ComputeSpeed& measured, const std::string& placement_file,
+                         std::optional<int> keep_sync_every) {
+  const placement::DataParallelMode& mode = job.workload.data_parallel;
+  if (keep_sync_every && mode.low_communication() && mode.choose_sync_every) {
+    LocalJob kept = job;
+    kept.workload.data_parallel.choose_sync_every = false;
+    kept.workload.data_parallel.sync_every = *keep_sync_every;
+    kept.workload.data_parallel.sync_overhead = placement::kDefaultSyncOverhead;  // for choosing
+    LocalPlan plan = plan_local_job(kept, network, measured, placement_file);
+    plan.data_parallel.sync_every_kept = true;
+    plan.data_parallel.sync_every_reason =
+        "H=" + std::to_string(*keep_sync_every) +
+        ": kept from the run being resumed (its job.json; its checkpoint was trained at it)";
+    return plan;
+  }
   LocalPlan plan;
   plan.speed = measured;
   plan.topology = localize_topology(network, plan.speed, job.world_size());

@@ -10,6 +10,7 @@
 // compute, of cores / (threads of the processes computing then) (at most 1), until it settles.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,10 @@ placement::FullCostOptions cost_options(const LocalJob& job);
 // empty: search with job.placement (on the network localized with the initial share);
 // otherwise read and check it (its topology id, shape and devices must match). Throws
 // LocalJobError naming the file at fault.
+// keep_sync_every (a resumed run: the H of the run whose checkpoint it resumes) replaces the
+// planner's choice where the job leaves H to it: the plan is priced at it and says it was kept.
 LocalPlan plan_local_job(const LocalJob& job, const placement::Topology& network,
-                         const ComputeSpeed& measured, const std::string& placement_file);
+                         const ComputeSpeed& measured, const std::string& placement_file,
+                         std::optional<int> keep_sync_every = std::nullopt);
 
 }  // namespace tessel::launcher

@@ -1,8 +1,8 @@
 // `tessel local` of a low-communication job whose file leaves sync_every and delta_bits out (or
 // says auto): the job.json the stages read carries the planner's choice for the placement the
 // job runs (choose_sync_every on that placement's timing, as `tessel plan` chooses it), also for
-// a placement given with --placement; given numbers are run as given; bad values are refused
-// naming the field.
+// a placement given with --placement; a resumed run keeps the H of the run it resumes; given
+// numbers are run as given; bad values are refused naming the field.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -177,6 +177,38 @@ TEST(LocalSyncPeriod, AGivenPlacementGetsTheChoiceForIt) {
   EXPECT_EQ(given.data_parallel.sync_every_reason, placement::sync_every_reason(expected));
   // The other layout moves the data-parallel exchange to or from the slow links: its own H.
   EXPECT_NE(given.data_parallel.mode.sync_every, searched.data_parallel.mode.sync_every);
+}
+
+// A resumed run keeps the H of the run it resumes (its job.json); a given H stays as given.
+TEST(LocalSyncPeriod, AResumedRunKeepsTheEarlierRunsH) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("tessel-local-resume-h-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string earlier = (dir / "job.json").string();
+  std::ofstream(earlier) << R"({"data_parallel": {"mode": "low-communication", "sync_every": 7}})";
+  const std::optional<int> kept = sync_every_of_job_file(earlier);
+  EXPECT_EQ(kept, 7);
+  for (const char* bad : {R"({"data_parallel": {"sync_every": 0}})", R"({"data_parallel": {}})",
+                          R"({"training": {}})", "not json"}) {
+    std::ofstream(earlier) << bad;
+    EXPECT_EQ(sync_every_of_job_file(earlier), std::nullopt) << bad;
+  }
+  EXPECT_EQ(sync_every_of_job_file((dir / "absent.json").string()), std::nullopt);
+  fs::remove_all(dir);
+
+  const LocalJob job = job_with("{mode: low-communication}");
+  const LocalPlan plan = plan_local_job(job, job_topology(job), speed(), "", kept);
+  EXPECT_EQ(stage_reads(job, plan).sync_every, 7);  // not on the ladder: no fresh choice gives it
+  EXPECT_EQ(plan.timing.outer_sync.sync_every, 7);
+  EXPECT_TRUE(plan.data_parallel.sync_every_kept);
+  EXPECT_NE(plan.data_parallel.sync_every_reason.find("H=7: kept from the run being resumed"),
+            std::string::npos)
+      << plan.data_parallel.sync_every_reason;
+
+  const LocalJob given = job_with("{mode: low-communication, sync_every: 20}");
+  EXPECT_EQ(
+      stage_reads(given, plan_local_job(given, job_topology(given), speed(), "", kept)).sync_every,
+      20);
 }
 
 TEST(LocalSyncPeriod, BadValuesAreNamed) {
