@@ -163,6 +163,45 @@ void check_data_parallel(const DataParallelSpec& d, Checks& checks) {
   }
 }
 
+// links.shape and links.pairs by the rules the stage's parser applies (its topology form is the
+// launcher's, checked by the stage when it loads the topology).
+void check_links(const ordered_json& links, size_t ranks, Checks& checks) {
+  if (links.contains("shape") && !links["shape"].is_boolean()) {
+    checks.fail("links.shape", std::string("expected true or false, got ") + links["shape"].dump());
+  }
+  if (!links.contains("pairs")) return;
+  const ordered_json& pairs = links["pairs"];
+  if (!pairs.is_array())
+    return checks.fail("links.pairs", "expected an array of {a, b, gbps, latency_ms}");
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::string at = "links.pairs[" + str(i) + "]";
+    const ordered_json& p = pairs[i];
+    if (!p.is_object()) {
+      checks.fail(at, "expected an object {a, b, gbps, latency_ms}");
+      continue;
+    }
+    for (const char* end : {"a", "b"}) {
+      const ordered_json* v = p.contains(end) ? &p[end] : nullptr;
+      if (v == nullptr || !v->is_number_integer() || v->get<int64_t>() < 0 ||
+          v->get<int64_t>() >= static_cast<int64_t>(ranks)) {
+        checks.fail(at + "." + end, "must be a rank in [0, " +
+                                        str(static_cast<int64_t>(ranks) - 1) + "], got " +
+                                        (v ? v->dump() : std::string("nothing")));
+      }
+    }
+    if (p.contains("a") && p.contains("b") && p["a"] == p["b"]) {
+      checks.fail(at + ".b", "a link joins two different ranks, got " + p["b"].dump() + " twice");
+    }
+    for (const char* field : {"gbps", "latency_ms"}) {
+      if (!p.contains(field)) continue;
+      const ordered_json& v = p[field];
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+        checks.fail(at + "." + field, "must be a finite number >= 0, got " + v.dump());
+      }
+    }
+  }
+}
+
 std::vector<FieldError> check(const TrainingJobSpec& spec, const placement::Workload& w,
                               const StageJobFile& f) {
   Checks checks;
@@ -186,6 +225,7 @@ std::vector<FieldError> check(const TrainingJobSpec& spec, const placement::Work
   } else {
     try {
       (void)f.links.dump();
+      if (f.links.is_object()) check_links(f.links, f.ranks.size(), checks);
     } catch (const nlohmann::json::type_error&) {
       checks.fail("links", "holds text that is not UTF-8");
     }
@@ -232,6 +272,17 @@ ordered_json endpoint_json(const StageEndpoint& e) {
 }
 
 }  // namespace
+
+ordered_json unshaped_links_json(const std::vector<StageLinkPair>& pairs) {
+  ordered_json links = {{"shape", false}};
+  if (pairs.empty()) return links;
+  ordered_json listed = ordered_json::array();
+  for (const StageLinkPair& p : pairs) {
+    listed.push_back({{"a", p.a}, {"b", p.b}, {"gbps", p.gbps}, {"latency_ms", p.latency_ms}});
+  }
+  links["pairs"] = std::move(listed);
+  return links;
+}
 
 ordered_json stage_job_json(const TrainingJobSpec& spec, const StageJobFile& f) {
   placement::Workload w;

@@ -51,6 +51,22 @@ struct StageJobFile {
   std::string optimizer;  // training.optimizer: "adamw" or "sgd"; "": the stage's default, adamw
 };
 
+// One pair of ranks on different hosts and the link between them as measured, for job.json's
+// links.pairs (the link is the same both ways).
+struct StageLinkPair {
+  int a = 0, b = 0;       // ranks, a != b
+  double gbps = 0;        // the link's bandwidth, Gbit/s, > 0
+  double latency_ms = 0;  // one way, >= 0
+};
+
+// job.json's "links" where the network between the ranks' hosts is itself the link (pods on
+// clusters): {"shape": false, "pairs": [{"a", "b", "gbps", "latency_ms"}, ...]}. The stages shape
+// nothing; each listed pair's bandwidth sizes its TCP streams and socket buffers with the round
+// trip the kernel measures (noderuntime/transport/stream_plan.h); an unlisted pair keeps one
+// stream and the kernel's buffer autotuning. No "pairs" when `pairs` is empty. stage_job_json
+// checks the pairs against the ranks.
+nlohmann::ordered_json unshaped_links_json(const std::vector<StageLinkPair>& pairs);
+
 // The most job.json may hold: under a ConfigMap's 1 MiB (its keys and values together), where
 // the operator puts it.
 inline constexpr size_t kMaxStageJobFileBytes = 1'000'000;
