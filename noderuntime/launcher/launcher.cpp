@@ -180,7 +180,10 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
 
   const fs::path topology_path = dir / "topology.yaml";
   write_file(topology_path, placement::topology_to_yaml(result.plan.topology));
-  write_file(dir / "model.yaml", placement::workload_to_yaml(job.workload));
+  // The mode as run (H and bits as numbers), so that the simulate command replays this run's H.
+  placement::Workload run_workload = job.workload;
+  run_workload.data_parallel = result.plan.data_parallel.mode;
+  write_file(dir / "model.yaml", placement::workload_to_yaml(run_workload));
   write_file(dir / "placement.json", placement::placement_to_json(result.plan.placement).dump(2));
   const uint64_t job_id = new_job_id();
   const LocalNetwork& network = options.network;
@@ -207,6 +210,7 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
     command_prefixes.push_back(device.command_prefix);
   }
   paths.shape_links = network.shape_links;
+  result.links_shaped = network.shape_links;
   const std::string job_text = make_job_json(job, result.plan, paths, job_id).dump(2) + "\n";
   const fs::path job_path = dir / "job.json";
   write_file(job_path, job_text);

@@ -66,7 +66,8 @@ void job_section(std::ostream& o, const LocalJob& job, const LocalRunResult& r) 
             ? printf_text(", bandwidth x %g, latency x %g", job.topology.bandwidth_scale,
                           job.topology.latency_scale)
             : "")
-    << ", every link emulated between the processes |\n"
+    << (r.links_shaped ? ", every link emulated between the processes |\n"
+                       : ", the links left to the network between the processes' hosts |\n")
     << printf_text(
            "| compute | measured %.2f GFLOP/s per process alone; %d cores shared by the "
            "processes that compute at once give each %.0f%% of that: %.2f GFLOP/s planned |\n\n",

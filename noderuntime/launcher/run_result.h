@@ -30,6 +30,8 @@ struct LocalRunResult {
   std::string message;  // why it failed or stopped; empty when done
   double wall_s = 0;    // from starting the processes to the last one ending
   LocalPlan plan;       // its topology: what was planned, emulated and predicted on
+  // false: the links were left to the network between the ranks' hosts (LocalNetwork).
+  bool links_shaped = true;
   std::vector<progress::StepMetrics> steps;  // the steps this run completed, in order
                                              // (each over all ranks: progress_tracker.h)
   std::optional<int64_t> resumed_from;       // the checkpoint step it resumed from

@@ -75,6 +75,10 @@ TEST_F(LocalNetworkTest, RanksRunOnTheirDevicesHostsBehindThePrefixWithLinksLeft
   EXPECT_FALSE(spec.shape_links);
   ASSERT_TRUE(spec.links.has_value());  // the bandwidths that size the streams
   EXPECT_GT(spec.links->shape(0, 1).bytes_per_s, 0);
+  const std::string report = read_text(dir_ / "out" / "report.md");
+  EXPECT_NE(report.find("the links left to the network between the processes' hosts"),
+            std::string::npos);
+  EXPECT_EQ(report.find("every link emulated"), std::string::npos);
 }
 
 TEST_F(LocalNetworkTest, DevicesThatAreNotOnePerTopologyDeviceAreRefusedBeforeAnythingStarts) {
