@@ -100,8 +100,11 @@ TEST(LocalSyncPeriod, LeftOutTheyAreThePlannersChoiceForThePlacement) {
     EXPECT_TRUE(l.enabled);
     EXPECT_EQ(l.sync_every, expected.sync_every) << section;
     EXPECT_EQ(l.delta_bits, placement::choose_delta_bits().bits) << section;
-    // The H the plan was priced and simulated at.
+    // The H the plan was priced and simulated at; the plan's mode holds numbers, nothing left.
     EXPECT_EQ(plan.timing.outer_sync.sync_every, expected.sync_every);
+    EXPECT_EQ(plan.data_parallel.mode.sync_every, expected.sync_every);
+    EXPECT_FALSE(plan.data_parallel.mode.choose_sync_every);
+    EXPECT_FALSE(plan.data_parallel.mode.choose_delta_bits);
     EXPECT_EQ(plan.data_parallel.sync_every_reason, placement::sync_every_reason(expected));
     EXPECT_EQ(plan.data_parallel.delta_bits_reason,
               placement::delta_bits_reason(placement::choose_delta_bits()));
