@@ -47,6 +47,11 @@ void validate(const TcpOptions& options) {
   if (options.max_message_bytes == 0) {
     throw TransportError("tcp communicator: max_message_bytes must be positive");
   }
+  if (options.all_reduces_in_flight < 1 || options.all_reduces_in_flight > kMaxAllReducesInFlight) {
+    throw TransportError("tcp communicator: all_reduces_in_flight " +
+                         std::to_string(options.all_reduces_in_flight) + " outside [1, " +
+                         std::to_string(kMaxAllReducesInFlight) + "]");
+  }
   if (options.min_piece_bytes == 0) {
     throw TransportError("tcp communicator: min_piece_bytes must be positive");
   }
@@ -200,11 +205,12 @@ Request TcpCommunicator::iall_reduce(void* data, size_t count, DType dtype,
       return Request(completion);
     }
     std::unique_ptr<Lane>& slot = lanes_[group];
-    if (!slot) {
-      slot = std::make_unique<Lane>();
-      slot->thread = std::thread([this, lane = slot.get()] { lane_loop(*lane); });
-    }
+    if (!slot) slot = std::make_unique<Lane>();
     lane = slot.get();
+    if (lane->idle == 0 &&
+        lane->threads.size() < static_cast<size_t>(options_.all_reduces_in_flight)) {
+      lane->threads.emplace_back([this, lane] { lane_loop(*lane); });
+    }
     const uint64_t sequence = lane->next_sequence++;
     lane->queue.emplace_back(
         [this, buffer, group, sequence] {
@@ -221,21 +227,22 @@ Request TcpCommunicator::iall_reduce(void* data, size_t count, DType dtype,
 }
 
 void TcpCommunicator::lane_loop(Lane& lane) {
+  std::unique_lock lock(mu_);
   while (true) {
-    Collective job;
-    {
-      std::unique_lock lock(mu_);
-      lane.wake.wait(lock, [&] { return closing_ || !lane.queue.empty(); });
-      if (closing_) return;
-      job = std::move(lane.queue.front());
-      lane.queue.pop_front();
-    }
+    ++lane.idle;
+    lane.wake.wait(lock, [&] { return closing_ || !lane.queue.empty(); });
+    --lane.idle;
+    if (closing_) return;
+    Collective job = std::move(lane.queue.front());
+    lane.queue.pop_front();
+    lock.unlock();
     try {
       job.first();
       job.second->complete();
     } catch (const TransportError& e) {
       job.second->fail(std::string("all-reduce: ") + e.what());
     }
+    lock.lock();
   }
 }
 
@@ -259,7 +266,9 @@ void TcpCommunicator::close() {
     for (auto& p : peers_) {
       if (p) p->close();
     }
-    for (auto& [group, lane] : lanes_) lane->thread.join();
+    for (auto& [group, lane] : lanes_) {
+      for (std::thread& thread : lane->threads) thread.join();
+    }
   });
 }
 

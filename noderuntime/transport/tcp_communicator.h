@@ -3,10 +3,23 @@
 // its bandwidth-delay product), one TcpPeer (a sender and a receiver thread per stream) per
 // peer, every outgoing link optionally shaped by
 // the link emulator, and the all-reduce (ring_allreduce.h; direct_all_reduce.h for buffers up
-// to RingOptions::direct_max_bytes) run by one collective thread per group, in call order, like the
-// collectives of one NCCL communicator on its own stream: the all-reduces of different groups (a
-// stage's data-parallel group, the tied-embedding group, the whole world) proceed side by side, so
-// a slow group never holds up another.
+// to RingOptions::direct_max_bytes) run on one lane per group: the all-reduces of different
+// groups (a stage's data-parallel group, the tied-embedding group, the whole world) proceed side
+// by side, so a slow group never holds up another.
+//
+// A lane starts its group's all-reduces in call order and runs up to all_reduces_in_flight of
+// them at once (a thread each, started as needed), as NCCL's and PyTorch DDP's gradient buckets
+// overlap: over a long link each ring pays the round trip at its start and its end, and the
+// rings of a step's buckets pay it side by side instead of one after another. The rings share
+// the links' streams; each message is keyed by its collective's sequence number and its chunk
+// (ring_allreduce.h), so interleaving them on a stream mixes no ring's messages with another's.
+// Each all-reduce sums in its own ring order, so its result is bit-identical on every member and
+// the same as when it runs alone. Requests complete in whatever order the rings finish (the
+// callers wait for each request they need). Each fails on its own: a failed all-reduce fails its
+// request naming the peer, and the others go on (those over a failed link fail too, each naming
+// it). Deadlock-free because every member starts them in the same order: the lowest-numbered
+// unfinished all-reduce is running on every member (a member whose lane is full runs only
+// lower-numbered ones, so it has started it), and nothing it waits for depends on another.
 //
 // Start-up with kernel-chosen ports: every rank binds its TcpListener first (port 0), the
 // ports are gathered into `peers`, then every rank constructs its TcpCommunicator.
@@ -35,6 +48,12 @@
 
 namespace tessel::transport {
 
+// Enough to cover the latency of a step's gradient buckets on a long link (measured in
+// bench/transport/results.md), few enough that their rings' windows stay small.
+inline constexpr int kDefaultAllReducesInFlight = 4;
+// Each running all-reduce is a thread and a receive window of its own.
+inline constexpr int kMaxAllReducesInFlight = 64;
+
 struct TcpOptions {
   uint64_t job_id = 0;
   int rank = 0;
@@ -55,6 +74,9 @@ struct TcpOptions {
   std::vector<double> link_capacity;
   // The limits the plans respect; default: read from /proc/sys/net/core when connecting.
   std::optional<SocketBufferLimits> buffer_limits;
+  // The all-reduces of one group that run at once (1: one after another); each running one holds
+  // a thread and its ring's receive window (RingOptions::window x chunk_bytes).
+  int all_reduces_in_flight = kDefaultAllReducesInFlight;
   // Whether net.ipv4.tcp_slow_start_after_idle is on, for the link lines; default: read when
   // connecting (read_slow_start_after_idle).
   std::optional<bool> slow_start_after_idle;
@@ -88,12 +110,14 @@ class TcpCommunicator final : public Communicator {
 
  private:
   using Collective = std::pair<std::function<void()>, std::shared_ptr<Completion>>;
-  // One group's collectives, run in call order by the lane's thread.
+  // One group's collectives, taken in call order by the lane's threads (up to
+  // all_reduces_in_flight, started as needed), one each at a time.
   struct Lane {
     std::deque<Collective> queue;
     std::condition_variable wake;
     uint64_t next_sequence = 0;
-    std::thread thread;
+    int idle = 0;  // threads waiting for a collective
+    std::vector<std::thread> threads;
   };
 
   TcpPeer& peer(int rank, const char* operation);
