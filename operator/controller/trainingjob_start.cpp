@@ -9,6 +9,7 @@
 #include "operator/controller/conditions.h"
 #include "operator/controller/labels.h"
 #include "operator/controller/pod_builder.h"
+#include "operator/controller/stage_links.h"
 #include "operator/controller/trainingjob_reconciler.h"
 #include "operator/controller/trainingjob_reconciler_internal.h"
 
@@ -155,6 +156,13 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
   file.rendezvous = endpoint;
   file.advertise_env = kPodIpVariable;
   file.progress = endpoint;
+  // The network between the pods is the link: its measured bandwidths size the TCP streams.
+  const StageLinks links = stage_links(placed);
+  file.links = links.links;
+  if (links.omitted > 0) {
+    logger_->warning("job.json leaves out measured links: those keep one TCP stream",
+                     {{"job", key}, {"listed", links.listed}, {"omitted", links.omitted}});
+  }
 
   std::vector<MemberObjects> objects;
   try {
