@@ -48,10 +48,12 @@
 
 namespace tessel::transport {
 
-// Enough to cover the latency of a step's gradient buckets on a long link (measured in
-// bench/transport/results.md), few enough that their rings' windows stay small.
-inline constexpr int kDefaultAllReducesInFlight = 4;
-// Each running all-reduce is a thread and a receive window of its own.
+// Every gradient bucket of a small model's step at once (7 for fables' 4 blocks: 0.69-0.79 s a
+// step over 50 ms against 0.75-0.78 s with 4 and 1.02-1.04 s with 1, bench/transport/results.md);
+// a large model's buckets are bandwidth-bound, and each running one holds a receive window.
+inline constexpr int kDefaultAllReducesInFlight = 8;
+// Each running all-reduce is a thread, a receive window and the messages of its ring that arrive
+// ahead of that window.
 inline constexpr int kMaxAllReducesInFlight = 64;
 
 struct TcpOptions {
