@@ -141,7 +141,7 @@ void check_services(const StageJobFile& f, Checks& checks) {
 // delta_bits are the workload's, validated with it).
 void check_data_parallel(const DataParallelSpec& d, Checks& checks) {
   if (!d.low_communication()) return;
-  // The planner's choice is the caller's to fill in (api/data_parallel_choice.h): the stages
+  // The planner's choice is the caller's to fill in (placement/data_parallel_choice.h): the stages
   // would otherwise run their own default, which no plan priced.
   if (!d.sync_every) {
     checks.fail("data_parallel.sync_every",

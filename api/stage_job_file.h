@@ -73,10 +73,10 @@ inline constexpr size_t kMaxStageJobFileBytes = 1'000'000;
 
 // The job.json of `spec` run as `file` says. Its "data_parallel" section is spec.data_parallel's
 // (absent for synchronous data parallelism, the stage's default); a low-communication spec needs
-// its H and bits filled in (the planner's choice for the placement, api/data_parallel_choice.h,
-// where the TrainingJob left them out), else data_parallel.sync_every / delta_bits are refused.
-// Throws ManifestError (source "job.json") naming every field at fault, by its job.json path
-// ("ranks[3].island: ...").
+// its H and bits filled in (the planner's choice for the placement,
+// placement/data_parallel_choice.h, where the TrainingJob left them out), else
+// data_parallel.sync_every / delta_bits are refused. Throws ManifestError (source "job.json")
+// naming every field at fault, by its job.json path ("ranks[3].island: ...").
 nlohmann::ordered_json stage_job_json(const TrainingJobSpec& spec, const StageJobFile& file);
 
 // The same as the file's text (two-space indents, a final newline); also throws ManifestError

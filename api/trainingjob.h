@@ -52,7 +52,7 @@ struct TrainingSpec {
 // (docs/low-communication.md; the stage's LowCommunication, noderuntime/stage/training_options.h,
 // whose defaults the outer settings are). The fields besides mode are meaningful for
 // low-communication only. H and the bits left out are the planner's to choose for the placement
-// the job gets (api/data_parallel_choice.h); job.json always carries the numbers.
+// the job gets (placement/data_parallel_choice.h); job.json always carries the numbers.
 struct DataParallelSpec {
   placement::DataParallelKind mode = placement::DataParallelKind::Synchronous;
   std::optional<int> sync_every;  // H, 1 to placement::kMaxSyncEvery; none: the planner's

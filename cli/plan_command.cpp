@@ -31,9 +31,10 @@ struct PlanCommand {
     const Placement placement =
         build_placement(in.topology, in.objective(), *in.full, result, in.search);
     // The low-communication mode: H and the bits as priced for this layout, and why.
-    std::optional<PlannedDataParallel> data_parallel;
+    std::optional<DataParallelChoice> data_parallel;
     if (in.workload.data_parallel.low_communication())
-      data_parallel = planned_data_parallel(in, placement.pipelines);
+      data_parallel = choose_data_parallel(in.workload.data_parallel, in.full->schedule(),
+                                           in.full->pipeline_timing(placement.pipelines));
     std::string text;
     if (format == "json") {
       nlohmann::json j = placement_to_json(placement);

@@ -6,8 +6,8 @@
 #include <set>
 #include <sstream>
 
-#include "cli/plan_data_parallel.h"
 #include "cli/search_run.h"
+#include "placement/data_parallel_choice.h"
 #include "placement/island_sync.h"
 #include "placement/iteration_model.h"
 #include "placement/outer_sync_cost.h"
@@ -109,7 +109,7 @@ std::string data_parallel_comparison(const PlanOptions& options, const PlanInput
   const PlanInputs fixed = load_plan_inputs(fixed_options);
 
   const DataParallelMode& m = priced_at;
-  const std::string mode_title = mode_name(m);
+  const std::string mode_title = data_parallel_name(m);
   const Placement* layouts[2] = {&synchronous_planned, &planned};
   const FullCostModel* models[2] = {synchronous.full.get(), fixed.full.get()};
   const char* model_names[2] = {"synchronous", mode_title.c_str()};

@@ -81,7 +81,8 @@ struct SimulateCommand {
                 100.0 * sim.bubble_fraction);
     if (low_communication) {
       // H as priced: given, or chosen by the cost model for this layout.
-      const PlannedDataParallel planned = planned_data_parallel(in, layout);
+      const DataParallelChoice planned =
+          choose_data_parallel(in.workload.data_parallel, spec, timing);
       const DataParallelMode& mode = planned.mode;
       std::printf(
           "low-communication data parallelism: all-reduces inside each site every step; every "

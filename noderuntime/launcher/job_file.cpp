@@ -41,7 +41,7 @@ api::TrainingJobSpec trainingjob_spec(const LocalJob& job, const LocalPlan& plan
   if (job.data_parallel.enabled != plan.data_parallel.low_communication()) {
     throw LocalJobError(
         "cannot write the stage processes' job file: the plan's data-parallel mode (" +
-        api::data_parallel_name(plan.data_parallel.mode) + ") is not the job's");
+        placement::data_parallel_name(plan.data_parallel.mode) + ") is not the job's");
   }
   if (const stage::LowCommunication& l = job.data_parallel; l.enabled) {
     spec.data_parallel = {placement::DataParallelKind::LowCommunication,

@@ -239,9 +239,9 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
                   result.plan.speed.effective_flops_per_s() / 1e9,
                   result.plan.simulation.iteration_s,
                   100 * result.plan.simulation.bubble_fraction));
-  if (const api::DataParallelChoice& dp = result.plan.data_parallel; dp.low_communication()) {
-    say(options.out, "tessel local: data parallelism " + api::data_parallel_name(dp.mode) + "; " +
-                         dp.sync_every_reason + "; " + dp.delta_bits_reason);
+  if (const placement::DataParallelChoice& dp = result.plan.data_parallel; dp.low_communication()) {
+    say(options.out, "tessel local: data parallelism " + placement::data_parallel_name(dp.mode) +
+                         "; " + dp.sync_every_reason + "; " + dp.delta_bits_reason);
   }
 
   ProgressTracker tracker(job.world_size(), job.training.steps);

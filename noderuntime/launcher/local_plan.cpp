@@ -62,8 +62,8 @@ void predict(const LocalJob& job, LocalPlan& plan) {
   plan.simulation = placement::simulate_iteration(plan.spec, plan.timing);
   plan.closed_form_s = placement::predict_iteration_s(plan.spec, plan.timing);
   plan.data_parallel =
-      api::choose_data_parallel(job.workload.data_parallel, model.schedule(), plan.timing,
-                                "data_parallel.sync_every", "data_parallel.delta_bits");
+      placement::choose_data_parallel(job.workload.data_parallel, model.schedule(), plan.timing,
+                                      "data_parallel.sync_every", "data_parallel.delta_bits");
   // The placement's own figures, recomputed for the network this job really runs on.
   plan.placement.layer_split = plan.stage_layers;
   plan.placement.predicted_iteration_s = plan.closed_form_s;

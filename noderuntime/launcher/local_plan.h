@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "api/data_parallel_choice.h"
 #include "noderuntime/launcher/compute_speed.h"
 #include "noderuntime/launcher/local_job.h"
+#include "placement/data_parallel_choice.h"
 #include "placement/placement.h"
 #include "placement/simulator.h"
 #include "placement/topology.h"
@@ -36,7 +36,7 @@ struct LocalPlan {
   std::vector<int> device_of_rank;         // rank = replica x stages + stage
   // The data-parallel mode as the job runs it on this placement: H and bits given in the job,
   // or chosen by the planner for this placement (the H the timing is priced at), and why.
-  api::DataParallelChoice data_parallel;
+  placement::DataParallelChoice data_parallel;
 };
 
 // The full cost model the job is planned and predicted with.

@@ -52,7 +52,7 @@ void job_section(std::ostream& o, const LocalJob& job, const LocalRunResult& r) 
     << "| schedule | " << placement::to_string(job.schedule.kind)
     << (job.chunks() > 1 ? printf_text(", %d chunks per stage", job.chunks()) : "")
     << (job.schedule.overlap ? ", communication overlapped" : ", communication blocking") << " |\n"
-    << "| data parallelism | " << api::data_parallel_name(r.plan.data_parallel.mode)
+    << "| data parallelism | " << placement::data_parallel_name(r.plan.data_parallel.mode)
     << (r.plan.data_parallel.low_communication() ? ": " + r.plan.data_parallel.sync_every_reason +
                                                        "; " + r.plan.data_parallel.delta_bits_reason
                                                  : "")

@@ -105,7 +105,7 @@ JobPlacement place_job(const api::TrainingJob& job, const std::vector<GpuNode>& 
   }
   out.layer_split =
       placement::virtual_stage_split(out.placement.layer_split, spec.parallelism.virtual_stages);
-  out.data_parallel = api::choose_data_parallel(
+  out.data_parallel = placement::choose_data_parallel(
       mode, predictor.schedule(), predictor.pipeline_timing(out.placement.pipelines),
       "spec.dataParallel.syncEvery", "spec.dataParallel.deltaBits");
   if (keep) {
@@ -167,7 +167,7 @@ nlohmann::json placement_status(const JobPlacement& placed, const api::TrainingJ
                            {"stages", std::move(stages)},
                            {"links", std::move(links)}};
   if (omitted > 0) status["linksOmitted"] = omitted;
-  if (const api::DataParallelChoice& dp = placed.data_parallel; dp.low_communication()) {
+  if (const placement::DataParallelChoice& dp = placed.data_parallel; dp.low_communication()) {
     status["dataParallel"] = {{"mode", placement::to_string(dp.mode.kind)},
                               {"syncEvery", dp.mode.sync_every},
                               {"syncEveryChosen", dp.sync_every.has_value() || dp.sync_every_kept},

@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "api/data_parallel_choice.h"
 #include "api/trainingjob.h"
 #include "operator/controller/candidate_nodes.h"
 #include "operator/controller/cluster_topology.h"
 #include "operator/controller/pod_builder.h"
+#include "placement/data_parallel_choice.h"
 #include "placement/placement.h"
 
 namespace tessel::controller {
@@ -43,7 +43,7 @@ struct JobPlacement {
   double search_seconds = 0;
   // The data-parallel mode as the job runs on this placement: H and bits from the spec, or the
   // planner's choice for the placement (the H it was priced at), or the kept H; and why.
-  api::DataParallelChoice data_parallel;
+  placement::DataParallelChoice data_parallel;
 };
 
 // Chooses the GPUs and searches. Throws NotEnoughGpus, placement::TopologyError (a topology

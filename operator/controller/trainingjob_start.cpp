@@ -252,8 +252,8 @@ kube::ReconcileResult TrainingJobReconciler::start(const api::TrainingJob& job, 
       std::to_string(placed.topology.measured_pairs) + " node pairs measured, " +
       std::to_string(placed.topology.estimated_pairs) +
       " estimated from regions and zones; placed in " + seconds_text(placement_s) + ".";
-  if (const api::DataParallelChoice& dp = placed.data_parallel; dp.low_communication()) {
-    summary += " Data parallelism " + api::data_parallel_name(dp.mode) + " (" +
+  if (const placement::DataParallelChoice& dp = placed.data_parallel; dp.low_communication()) {
+    summary += " Data parallelism " + placement::data_parallel_name(dp.mode) + " (" +
                dp.sync_every_reason + "; " + dp.delta_bits_reason + ").";
   }
   if (!excluded_used.empty()) {

@@ -55,7 +55,7 @@ TEST(LocalJobDataParallel, ReachesJobJsonAndParsesBackThere) {
   plan.layer_split = {2};
   plan.device_of_rank = {0, 1};
   // H and bits given: the plan runs them as given (no timing needed to choose).
-  plan.data_parallel = api::choose_data_parallel(
+  plan.data_parallel = placement::choose_data_parallel(
       job.workload.data_parallel, {}, {}, "data_parallel.sync_every", "data_parallel.delta_bits");
   JobFilePaths paths;
   paths.topology = kExamples + "/two-sites-slow.yaml";

@@ -40,7 +40,7 @@ placement::SyncPeriodChoice expected_choice(const api::TrainingJob& job, const J
 TEST(SyncPeriodPlacement, LeftOutTheyAreThePlannersChoiceForThePlacement) {
   const api::TrainingJob job = two_regions_job({{"mode", "low-communication"}});
   const JobPlacement placed = place_job(job, kTwoRegions);
-  const api::DataParallelChoice& dp = placed.data_parallel;
+  const placement::DataParallelChoice& dp = placed.data_parallel;
   ASSERT_TRUE(dp.low_communication());
   ASSERT_TRUE(dp.sync_every.has_value());
   const placement::SyncPeriodChoice expected = expected_choice(job, placed);
@@ -64,7 +64,7 @@ TEST(SyncPeriodPlacement, GivenTheyAreRunAsGivenAndNotKeptOver) {
       two_regions_job({{"mode", "low-communication"}, {"syncEvery", 20}, {"deltaBits", 4}});
   // An H kept from an earlier choice does not override a given one.
   const JobPlacement placed = place_job(job, kTwoRegions, nullptr, {}, 7);
-  const api::DataParallelChoice& dp = placed.data_parallel;
+  const placement::DataParallelChoice& dp = placed.data_parallel;
   EXPECT_EQ(dp.mode.sync_every, 20);
   EXPECT_EQ(dp.mode.delta_bits, 4);
   EXPECT_FALSE(dp.sync_every.has_value());
@@ -84,7 +84,7 @@ TEST(SyncPeriodPlacement, GivenTheyAreRunAsGivenAndNotKeptOver) {
 TEST(SyncPeriodPlacement, AKeptHIsPricedAndSaidToBeKept) {
   const api::TrainingJob job = two_regions_job({{"mode", "low-communication"}});
   const JobPlacement placed = place_job(job, kTwoRegions, nullptr, {}, 7);
-  const api::DataParallelChoice& dp = placed.data_parallel;
+  const placement::DataParallelChoice& dp = placed.data_parallel;
   EXPECT_EQ(dp.mode.sync_every, 7);  // not on the ladder: no fresh choice gives it
   EXPECT_TRUE(dp.sync_every_kept);
   EXPECT_NE(dp.sync_every_reason.find("H=7: kept from the job's earlier placement"),

@@ -66,7 +66,8 @@ TEST(StageJobFileDataParallel, EverySettingParsesBackAsWritten) {
 }
 
 // The outer settings' defaults; H and the bits the spec leaves out are the planner's, which the
-// caller fills in before job.json is written (api/data_parallel_choice.h), here the runtime's.
+// caller fills in before job.json is written (placement/data_parallel_choice.h), here the
+// runtime's.
 TEST(StageJobFileDataParallel, TheSpecsDefaultsAreTheRuntimes) {
   api::TrainingJobSpec spec = low_communication_job();
   spec.data_parallel = {};
