@@ -150,10 +150,12 @@ bool GrpcProgressReporter::stream_once() {
   uint64_t written = 0;  // the newest sequence written on this stream
   bool broken = false;
   std::unique_lock lock(mutex_);
-  // Since when a written event has waited with no reply; reset by every reply.
+  // Since when a written event has waited with no reply: from the write that started the wait,
+  // reset by every reply.
   using Clock = std::chrono::steady_clock;
   Clock::time_point waiting_since = Clock::now();
   uint64_t replies_seen = acknowledgements_;
+  bool was_awaiting = false;
   // Writes without holding the lock (report() must never wait for the network).
   const auto write = [&](const pb::StageEvent& event) {
     lock.unlock();
@@ -182,10 +184,11 @@ bool GrpcProgressReporter::stream_once() {
     if (stopping_ && unacknowledged_.empty()) break;
     const bool awaiting_reply =
         !unacknowledged_.empty() && unacknowledged_.front().sequence() <= written;
-    if (!awaiting_reply || acknowledgements_ != replies_seen) {
+    if (!awaiting_reply || !was_awaiting || acknowledgements_ != replies_seen) {
       replies_seen = acknowledgements_;
       waiting_since = Clock::now();
     }
+    was_awaiting = awaiting_reply;
     if (!awaiting_reply) {
       changed_.wait(lock);
     } else if (changed_.wait_until(lock, waiting_since + ack_timeout_) == std::cv_status::timeout &&

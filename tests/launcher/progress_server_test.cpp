@@ -156,6 +156,49 @@ TEST(ProgressServer, AStreamWhoseServerNeverRepliesIsGivenUpAndTheEventsSentOnAN
   EXPECT_EQ(service.received_steps(), (std::vector<int64_t>{1, 2}));
 }
 
+// A server that acknowledges every event and counts the streams opened to it.
+class CountsItsStreams final : public pb::StageProgress::Service {
+ public:
+  grpc::Status Report(grpc::ServerContext*,
+                      grpc::ServerReaderWriter<pb::ReportReply, pb::StageEvent>* stream) override {
+    ++streams_;
+    pb::StageEvent event;
+    while (stream->Read(&event)) {
+      pb::ReportReply reply;
+      reply.set_received(event.sequence());
+      if (!stream->Write(reply)) break;
+    }
+    return grpc::Status::OK;
+  }
+  int streams() const { return streams_; }
+
+ private:
+  std::atomic<int> streams_{0};
+};
+
+// The ack timeout counts from the write that starts a wait: an event sent after the stream was
+// idle for longer than the timeout is not taken for one the server never answered.
+TEST(ProgressServer, AStreamIdleLongerThanTheAckTimeoutIsKept) {
+  CountsItsStreams service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  {
+    stage::GrpcProgressReporter reporter(tasklet(11, 0), "127.0.0.1:" + std::to_string(port),
+                                         nullptr, "", 2s);
+    reporter.report(step(1));
+    ASSERT_TRUE(reporter.flush(20s));
+    std::this_thread::sleep_for(4500ms);  // idle for more than twice the ack timeout
+    reporter.report(step(2));
+    ASSERT_TRUE(reporter.flush(20s));
+    EXPECT_EQ(service.streams(), 1);  // before the fix: 2, the second event "timed out" at once
+  }
+  server->Shutdown();
+}
+
 // A restarted server (an operator that took over) never saw what its predecessor acknowledged:
 // a new stream repeats the latest Started, Step and CheckpointWritten first, so that it knows
 // the rank's step, loss and checkpoint at once; a kind with a newer event still to send is not
