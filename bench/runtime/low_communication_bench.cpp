@@ -29,6 +29,7 @@
 #include "bench/runtime/local_bench_support.h"
 #include "noderuntime/launcher/svg_chart.h"
 #include "placement/atomic_file.h"
+#include "placement/data_parallel_mode.h"
 
 namespace {
 
@@ -52,6 +53,15 @@ Outcome run(launcher::LocalJob job, const Config& c, const bench::BenchOptions& 
             const std::string& folder) {
   job.data_parallel = c.mode;
   job.data_parallel.final_step = job.training.steps;
+  // What the planner prices: the configuration's H and bits as given.
+  placement::DataParallelMode priced;
+  if (c.mode.enabled) {
+    priced.kind = placement::DataParallelKind::LowCommunication;
+    priced.sync_every = c.mode.sync_every;
+    priced.delta_bits = c.mode.delta_bits;
+    priced.delayed = c.mode.delayed;
+  }
+  job.workload.data_parallel = priced;
   const launcher::LocalRunResult r = bench::run_job(job, o, folder);
   Outcome out;
   out.name = c.name;
