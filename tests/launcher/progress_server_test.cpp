@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "noderuntime/stage/grpc_progress_reporter.h"
@@ -103,6 +104,25 @@ TEST(ProgressServer, EventsSentWhileTheServerRestartsAreDeliveredToTheNewOne) {
   EXPECT_EQ(events[1].step().step(), 3);
 }
 
+// A hand-written StageProgress service on a loopback port of its own, shut down when it goes.
+class ServiceOnLoopback {
+ public:
+  explicit ServiceOnLoopback(grpc::Service& service) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(&service);
+    server_ = builder.BuildAndStart();
+    if (!server_ || port_ == 0) throw std::runtime_error("no loopback port for the test server");
+  }
+  ~ServiceOnLoopback() { shut_down(); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  void shut_down() const { server_->Shutdown(); }
+
+ private:
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
 // A server that keeps its first stream open and reads it but never replies (an operator frozen
 // by SIGSTOP: the kernel keeps its connection and takes the writes), and replies on later ones.
 class SilentOnItsFirstStream final : public pb::StageProgress::Service {
@@ -137,21 +157,15 @@ class SilentOnItsFirstStream final : public pb::StageProgress::Service {
 
 TEST(ProgressServer, AStreamWhoseServerNeverRepliesIsGivenUpAndTheEventsSentOnANewOne) {
   SilentOnItsFirstStream service;
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(port, 0);
+  const ServiceOnLoopback server(service);
   {
-    stage::GrpcProgressReporter reporter(tasklet(10, 0), "127.0.0.1:" + std::to_string(port),
-                                         nullptr, "", 300ms);
+    stage::GrpcProgressReporter reporter(tasklet(10, 0), server.address(), nullptr, "", 300ms);
     reporter.report(step(1));
     reporter.report(step(2));
     // Without the ack timeout the first stream stays open and nothing is ever acknowledged.
     EXPECT_TRUE(reporter.flush(20s));
   }
-  server->Shutdown();
+  server.shut_down();
   EXPECT_GE(service.streams(), 2);
   EXPECT_EQ(service.received_steps(), (std::vector<int64_t>{1, 2}));
 }
@@ -180,15 +194,9 @@ class CountsItsStreams final : public pb::StageProgress::Service {
 // idle for longer than the timeout is not taken for one the server never answered.
 TEST(ProgressServer, AStreamIdleLongerThanTheAckTimeoutIsKept) {
   CountsItsStreams service;
-  int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(port, 0);
+  const ServiceOnLoopback server(service);
   {
-    stage::GrpcProgressReporter reporter(tasklet(11, 0), "127.0.0.1:" + std::to_string(port),
-                                         nullptr, "", 2s);
+    stage::GrpcProgressReporter reporter(tasklet(11, 0), server.address(), nullptr, "", 2s);
     reporter.report(step(1));
     ASSERT_TRUE(reporter.flush(20s));
     std::this_thread::sleep_for(4500ms);  // idle for more than twice the ack timeout
@@ -196,7 +204,6 @@ TEST(ProgressServer, AStreamIdleLongerThanTheAckTimeoutIsKept) {
     ASSERT_TRUE(reporter.flush(20s));
     EXPECT_EQ(service.streams(), 1);  // before the fix: 2, the second event "timed out" at once
   }
-  server->Shutdown();
 }
 
 // A restarted server (an operator that took over) never saw what its predecessor acknowledged:

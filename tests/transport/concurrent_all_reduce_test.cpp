@@ -30,26 +30,17 @@ using testing::Comms;
 using testing::connect_local;
 using testing::Contains;
 using testing::integer_input;
+using testing::iota_group;
 using testing::kJob;
 using testing::make_raw_mesh;
 using testing::on_every_rank;
 using testing::random_input;
 using testing::RawMesh;
+using testing::same_bits;
 using testing::wait_error;
 
 // Mixed sizes: direct ones (at most 4096 bytes), rings of one chunk and rings of many.
 const std::vector<size_t> kCounts = {300'001, 17, 5000, 1, 120'000, 1024, 64'007, 3, 250'000, 9999};
-
-std::vector<int> iota_group(int n) {
-  std::vector<int> g(n);
-  for (int i = 0; i < n; ++i) g[i] = i;
-  return g;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
 
 // Links of 3 streams that cut messages of 8 KiB and up, rings of 16 KiB chunks: the rings'
 // messages interleave on every stream, in pieces.

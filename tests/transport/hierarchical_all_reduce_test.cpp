@@ -25,13 +25,9 @@ using testing::Contains;
 using testing::integer_input;
 using testing::on_every_rank;
 using testing::random_input;
+using testing::same_bits;
 
 using Islands = std::vector<std::vector<int>>;
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
 
 std::vector<int> flatten(const Islands& islands) {
   std::vector<int> out;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <random>
@@ -128,6 +129,19 @@ inline std::string wait_error(Request request) {
     return e.what();
   }
   return "";
+}
+
+// The group {0, 1, ..., n - 1}.
+inline std::vector<int> iota_group(int n) {
+  std::vector<int> g(n);
+  for (int i = 0; i < n; ++i) g[i] = i;
+  return g;
+}
+
+// The same floats bit for bit (what the all-reduces promise every member).
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 }  // namespace tessel::transport::testing

@@ -22,22 +22,13 @@ using testing::Comms;
 using testing::connect_local;
 using testing::Contains;
 using testing::integer_input;
+using testing::iota_group;
 using testing::on_every_rank;
 using testing::random_input;
+using testing::same_bits;
 
 // Every buffer goes round the ring, however small (direct_all_reduce_test.cpp has the rest).
 void ring_only(TcpOptions& options) { options.ring.direct_max_bytes = 0; }
-
-std::vector<int> iota_group(int n) {
-  std::vector<int> g(n);
-  for (int i = 0; i < n; ++i) g[i] = i;
-  return g;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
 
 // All-reduces input(rank, count) on every member of `group` and returns each rank's result.
 std::vector<std::vector<float>> reduce_on_all(Comms& comms, const std::vector<int>& group,
