@@ -201,10 +201,21 @@ TEST_F(OperatorE2e, SuspendThenResumeContinuesTheStepCount) {
       },
       seconds(60)))
       << "the pods of a suspended job are still there";
+  // The phase says Suspended from the moment the pods are asked to stop (condition Suspended,
+  // reason Suspending); the checkpoint the stages wrote as they stopped is in the status once
+  // the pods are gone (reason Suspended).
+  json stopped;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        stopped = trainingjob("pausable");
+        return condition_of(stopped, "Suspended").value("reason", "") == "Suspended";
+      },
+      seconds(60)))
+      << stopped.value("status", json::object()).dump();
   const int64_t checkpoint =
-      suspended.value("/status/progress/lastCheckpointStep"_json_pointer, int64_t{0});
-  const int64_t stopped_at = progress_step(suspended);
-  EXPECT_GE(checkpoint, 60) << suspended["status"].dump();
+      stopped.value("/status/progress/lastCheckpointStep"_json_pointer, int64_t{0});
+  const int64_t stopped_at = progress_step(stopped);
+  EXPECT_GE(checkpoint, 60) << stopped["status"].dump();
   EXPECT_LT(stopped_at, kSteps) << "the job ended before it was suspended";
 
   kubectl_ok(
