@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <iostream>
 
 #include "noderuntime/stage/stage_credentials.h"
 #include "tessel/v1alpha1/progress.grpc.pb.h"
@@ -16,16 +17,30 @@ constexpr milliseconds kFirstBackoff{100};
 constexpr milliseconds kLastBackoff{5000};
 constexpr milliseconds kStopGrace{2000};
 
+// A channel of its own: its subchannel (the TCP connection) is not shared with other channels
+// to the same address, so that a channel made anew dials anew.
 std::shared_ptr<grpc::Channel> progress_channel(
-    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+    milliseconds connect_timeout) {
   grpc::ChannelArguments args;
   // The launcher may start after its processes try to connect, and restart: reconnect fast
   // instead of gRPC's default of up to two minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstBackoff.count()));
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(kFirstBackoff.count()));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, static_cast<int>(kLastBackoff.count()));
+  // Despite its name, the least time a connection attempt (TCP, TLS, the server's HTTP/2
+  // settings) is given. At 100 ms, a loaded operator, a Service whose forwarding lags or a
+  // long link lost every handshake until the backoff had grown past it, and a stage could
+  // report nothing for tens of seconds.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, static_cast<int>(connect_timeout.count()));
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return grpc::CreateCustomChannel(
-      address, credentials ? std::move(credentials) : grpc::InsecureChannelCredentials(), args);
+      address, credentials ? credentials : grpc::InsecureChannelCredentials(), args);
+}
+
+std::string describe(const grpc::Status& status) {
+  if (status.ok()) return "no error";
+  return "status " + std::to_string(static_cast<int>(status.error_code())) + " (" +
+         status.error_message() + ")";
 }
 
 }  // namespace
@@ -40,7 +55,9 @@ GrpcProgressReporter::GrpcProgressReporter(pb::Tasklet tasklet, const std::strin
                                            std::shared_ptr<grpc::ChannelCredentials> credentials,
                                            std::string token, milliseconds ack_timeout)
     : ProgressReporter(std::move(tasklet)),
-      channel_(progress_channel(address, std::move(credentials))),
+      address_(address),
+      credentials_(std::move(credentials)),
+      channel_(progress_channel(address_, credentials_, ack_timeout)),
       token_(std::move(token)),
       ack_timeout_(ack_timeout),
       sender_([this] { run(); }) {}
@@ -149,6 +166,7 @@ bool GrpcProgressReporter::stream_once() {
 
   uint64_t written = 0;  // the newest sequence written on this stream
   bool broken = false;
+  bool cut_for_silence = false;
   std::unique_lock lock(mutex_);
   // Since when a written event has waited with no reply: from the write that started the wait,
   // reset by every reply.
@@ -194,6 +212,7 @@ bool GrpcProgressReporter::stream_once() {
     } else if (changed_.wait_until(lock, waiting_since + ack_timeout_) == std::cv_status::timeout &&
                acknowledgements_ == replies_seen) {
       broken = true;  // the server holds the stream but answers nothing
+      cut_for_silence = true;
       break;
     }
   }
@@ -206,6 +225,22 @@ bool GrpcProgressReporter::stream_once() {
   }
   reader.join();
   const grpc::Status status = call->Finish();
+  if (broken) {
+    // One line per stream given up with events pending: with the backoff, at most one each 5 s
+    // while the server stays away.
+    std::lock_guard relock(mutex_);
+    if (cut_for_silence || !unacknowledged_.empty()) {
+      std::cerr << "tessel-stage rank " << tasklet().rank() << ": progress: the stream to "
+                << address_ << " ended "
+                << (cut_for_silence ? "unanswered for " + std::to_string(ack_timeout_.count()) +
+                                          " ms (given up)"
+                                    : "with " + describe(status))
+                << "; " << unacknowledged_.size() << " event(s) not yet acknowledged\n";
+    }
+  }
+  // The server holds the connection but answers nothing (frozen, or a half-open connection):
+  // dial anew, which behind a Service may reach another endpoint, e.g. a new leader.
+  if (cut_for_silence) channel_ = progress_channel(address_, credentials_, ack_timeout_);
   return (!broken && status.ok()) || acknowledged_any;
 }
 

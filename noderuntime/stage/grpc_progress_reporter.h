@@ -4,8 +4,10 @@
 // the network dropped) opens a new one after a backoff (0.1 s doubling to 5 s) and sends
 // again from the first unacknowledged event. Training never waits for the server.
 // A stream whose written events get no acknowledgement for the ack timeout (5 s) is given up
-// and a new one opened: a server that froze (a SIGSTOPped operator whose connection the kernel
-// keeps open) would otherwise hold every event until it woke, while its successor waits.
+// and a new one opened on a new connection: a server that froze (a SIGSTOPped operator whose
+// connection the kernel keeps open) would otherwise hold every event until it woke, while its
+// successor behind the same Service waits. A connection attempt is given as long (TCP, TLS and
+// the server's HTTP/2 settings together).
 // A new stream first repeats the process's latest acknowledged Started, Step and
 // CheckpointWritten events (each unless a newer one of its kind is still unacknowledged): the
 // server at the other end may be a restarted operator that never saw what its predecessor
@@ -60,7 +62,9 @@ class GrpcProgressReporter : public ProgressReporter {
   // recap_'s events that a new stream repeats, in sequence order (under mutex_).
   std::vector<pb::StageEvent> recap_to_send() const;
 
-  const std::shared_ptr<grpc::Channel> channel_;
+  const std::string address_;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  std::shared_ptr<grpc::Channel> channel_;  // the sender thread's alone
   const std::string token_;
   const std::chrono::milliseconds ack_timeout_;
   std::mutex mutex_;

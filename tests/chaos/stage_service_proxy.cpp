@@ -100,7 +100,12 @@ void StageServiceProxy::accept_loop() {
       if (stopping_) return;
       continue;
     }
-    forward(client);
+    // Each connection finds its endpoint on a thread of its own, as kube-proxy's rules apply to
+    // every connection at once: one slow lookup (an API list under load) must not hold up the
+    // connections behind it, whose clients would give up their handshakes meanwhile.
+    std::lock_guard lock(mutex_);
+    sockets_.push_back(client);
+    pumps_.emplace_back([this, client] { forward(client); });
   }
 }
 
@@ -121,14 +126,19 @@ void StageServiceProxy::forward(int client) {
   if (server < 0 ||
       ::connect(server, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
     if (server >= 0) ::close(server);
-    ::close(client);
+    ::shutdown(client, SHUT_RDWR);  // refused; the descriptor is closed with the proxy
     return;
   }
-  std::lock_guard lock(mutex_);
-  sockets_.push_back(client);
-  sockets_.push_back(server);
-  pumps_.emplace_back(pump, client, server);
-  pumps_.emplace_back(pump, server, client);
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_) {  // the destructor has cut every connection already
+      ::close(server);
+      return;
+    }
+    sockets_.push_back(server);
+    pumps_.emplace_back(pump, server, client);
+  }
+  pump(client, server);
 }
 
 }  // namespace tessel::testing

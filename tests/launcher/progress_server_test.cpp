@@ -14,6 +14,7 @@
 
 #include "noderuntime/stage/grpc_progress_reporter.h"
 #include "tessel/v1alpha1/progress.grpc.pb.h"
+#include "tests/chaos/stage_service_proxy.h"
 #include "tests/held_port.h"
 
 namespace tessel::launcher {
@@ -115,6 +116,7 @@ class ServiceOnLoopback {
     if (!server_ || port_ == 0) throw std::runtime_error("no loopback port for the test server");
   }
   ~ServiceOnLoopback() { shut_down(); }
+  int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   void shut_down() const { server_->Shutdown(); }
 
@@ -130,12 +132,17 @@ class SilentOnItsFirstStream final : public pb::StageProgress::Service {
   grpc::Status Report(grpc::ServerContext* context,
                       grpc::ServerReaderWriter<pb::ReportReply, pb::StageEvent>* stream) override {
     const int stream_number = ++streams_;
+    {
+      const std::lock_guard lock(mutex_);
+      peers_.push_back(context->peer());
+    }
     pb::StageEvent event;
     while (stream->Read(&event)) {
       if (stream_number == 1) continue;
       {
         const std::lock_guard lock(mutex_);
         received_steps_.push_back(event.step().step());
+        answering_peer_ = context->peer();
       }
       pb::ReportReply reply;
       reply.set_received(event.sequence());
@@ -148,11 +155,23 @@ class SilentOnItsFirstStream final : public pb::StageProgress::Service {
     const std::lock_guard lock(mutex_);
     return received_steps_;
   }
+  // The client end ("ipv4:127.0.0.1:<port>") of the silent first stream, and of the stream
+  // whose events were answered.
+  std::string silent_peer() const {
+    const std::lock_guard lock(mutex_);
+    return peers_.empty() ? "" : peers_.front();
+  }
+  std::string answering_peer() const {
+    const std::lock_guard lock(mutex_);
+    return answering_peer_;
+  }
 
  private:
   std::atomic<int> streams_{0};
   mutable std::mutex mutex_;
   std::vector<int64_t> received_steps_;
+  std::vector<std::string> peers_;
+  std::string answering_peer_;
 };
 
 TEST(ProgressServer, AStreamWhoseServerNeverRepliesIsGivenUpAndTheEventsSentOnANewOne) {
@@ -168,6 +187,8 @@ TEST(ProgressServer, AStreamWhoseServerNeverRepliesIsGivenUpAndTheEventsSentOnAN
   server.shut_down();
   EXPECT_GE(service.streams(), 2);
   EXPECT_EQ(service.received_steps(), (std::vector<int64_t>{1, 2}));
+  // On a new connection: behind a Service, the silent server's connection leads to it alone.
+  EXPECT_NE(service.silent_peer(), service.answering_peer());
 }
 
 // A server that acknowledges every event and counts the streams opened to it.
@@ -189,6 +210,29 @@ class CountsItsStreams final : public pb::StageProgress::Service {
  private:
   std::atomic<int> streams_{0};
 };
+
+// A connection that takes a second to reach the server (a Service whose endpoint lookup lags, a
+// loaded operator, a long link) is waited for, not given up and dialled again and again.
+TEST(ProgressServer, AConnectionSlowToReachTheServerIsWaitedForNotDialledAgain) {
+  CountsItsStreams service;
+  const ServiceOnLoopback server(service);
+  testing::StageServiceProxy proxy;
+  std::atomic<int> connections{0};
+  proxy.set_upstream([&connections, port = server.port()] {
+    ++connections;
+    std::this_thread::sleep_for(1s);
+    return port;
+  });
+  {
+    stage::GrpcProgressReporter reporter(tasklet(12, 0),
+                                         "127.0.0.1:" + std::to_string(proxy.port()));
+    reporter.report(step(1));
+    ASSERT_TRUE(reporter.flush(30s));
+  }
+  // Before the fix each attempt was given 100 ms, then the backoff's growing delay: 7
+  // connections here, and the event arrived after 6.4 s instead of 1.
+  EXPECT_EQ(connections.load(), 1);
+}
 
 // The ack timeout counts from the write that starts a wait: an event sent after the stream was
 // idle for longer than the timeout is not taken for one the server never answered.
