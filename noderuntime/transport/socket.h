@@ -69,7 +69,9 @@ void set_tcp_nodelay(int fd);
 // advertises to `bytes` (TCP_WINDOW_CLAMP): without the clamp a request of v yields a window of
 // 1-1.2 v depending on the kernel's overhead estimate, and the streams of one link together
 // would keep more than their planned share of the bandwidth-delay product in flight, building a
-// standing queue at the bottleneck (and overflowing a shallow one). Throws TransportError.
+// standing queue at the bottleneck (and overflowing a shallow one). Not every kernel keeps the
+// clamp: 6.18 sets it anew from the receive buffer once data flows (a 5.24 MB window for 4 MiB,
+// docs/benchmarks.md), so there the clamp only holds until then. Throws TransportError.
 void set_socket_buffers(int fd, uint64_t bytes);
 
 // The kernel's smoothed round-trip estimate of a connected TCP socket (TCP_INFO), in seconds;
