@@ -394,7 +394,11 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   if (progress && progress->step >= 0) {
     {
       std::lock_guard lock(mutex_);
-      due = steady_now - progress_written_[key] >= options_.status_interval;
+      // Never written is due: steady_clock counts from boot, so a default time point is not
+      // "long ago" on a machine up for less than the interval.
+      const auto written = progress_written_.find(key);
+      due = written == progress_written_.end() ||
+            steady_now - written->second >= options_.status_interval;
     }
     if (due) {
       status["progress"] =

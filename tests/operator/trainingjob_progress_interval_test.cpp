@@ -2,6 +2,9 @@
 // landed: a due write lost to a conflict is due again at the next reconcile, not an interval
 // later (with a short interval and many progress events, a job could otherwise lose every due
 // write and never show a step).
+// The interval is longer than any machine's uptime: steady_clock counts from boot, and a job never
+// written before must be due however long the machine has been up (with an hour's interval this
+// test failed on machines up for less than an hour).
 #include "tests/operator/trainingjob_reconciler_fixture.h"
 
 namespace tessel::controller::reconciler_test {
@@ -9,7 +12,7 @@ namespace {
 
 TEST_F(TrainingJobReconcilerTest, AProgressWriteLostToAConflictIsDueAgainAtOnce) {
   TESSEL_REQUIRE_TEST_SERVER(*hub_, "holding the hub's TrainingJob cache");
-  make_reconciler(std::chrono::hours(1));
+  make_reconciler(std::chrono::hours(24 * 365 * 100));
   add_node(0, "a1", 2);
   add_node(1, "b1", 2);
   create_and_place(job_manifest("conflicted", 2, 2));
@@ -28,7 +31,7 @@ TEST_F(TrainingJobReconcilerTest, AProgressWriteLostToAConflictIsDueAgainAtOnce)
       << job("conflicted")["status"].dump();
   hold_job_cache(false);
 
-  // An hour's interval has not passed, yet the progress is written now.
+  // A century's interval has not passed, yet the progress is written now.
   reconcile("conflicted");
   const json current = job("conflicted");
   EXPECT_EQ(current["status"].value("/progress/step"_json_pointer, int64_t{-1}), 10)
