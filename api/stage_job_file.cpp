@@ -251,8 +251,8 @@ ordered_json workload_json(const TrainingJobSpec& spec, const placement::Workloa
 }
 
 // job.json's data_parallel section of a low-communication job, by the names the stage's
-// parse_job_spec reads (noderuntime/stage/job_spec.h; its data_parallel_json writes the same
-// names, and tests/stage/stage_job_file_data_parallel_test.cpp checks that the two agree).
+// parse_job_spec reads (noderuntime/stage/job_spec.h; the one writer of the section, which
+// tests/stage/stage_job_file_data_parallel_test.cpp reads back through that parser).
 ordered_json data_parallel_json(const DataParallelSpec& d) {
   return {{"mode", placement::to_string(d.mode)},
           {"sync_every", d.sync_every.value()},

@@ -410,18 +410,6 @@ void parse_rendezvous(const Section& root, JobSpec& job) {
 
 }  // namespace
 
-nlohmann::ordered_json data_parallel_json(const LowCommunication& mode) {
-  if (!mode.enabled) return {{"mode", "synchronous"}};
-  return {{"mode", kLowCommunicationMode},
-          {"sync_every", mode.sync_every},
-          {"delta_bits", mode.delta_bits},
-          {"outer_learning_rate", mode.outer_learning_rate},
-          {"outer_momentum", mode.outer_momentum},
-          {"nesterov", mode.nesterov},
-          {"delayed", mode.delayed},
-          {"stagger", mode.stagger}};
-}
-
 JobSpec parse_job_spec(const std::string& text, const std::string& source) {
   json document;
   try {

@@ -178,11 +178,11 @@ struct JobSpec {
 using placement::kMaxIslandLabel;
 using placement::kMaxJobFilePath;
 
-// job.json's "data_parallel" value for `mode`. The launcher and the operator write job.json with
-// api/stage_job_file.h, from the TrainingJob's spec.dataParallel, by the same names (api/ cannot
-// include the stage; tests/stage/stage_job_file_data_parallel_test.cpp checks that both agree).
+// job.json's "data_parallel" mode of a LowCommunication job. The launcher and the operator write
+// job.json with api/stage_job_file.h, from the TrainingJob's spec.dataParallel (api/ cannot
+// include the stage; tests/stage/stage_job_file_data_parallel_test.cpp checks that what it
+// writes parses back here as the spec says).
 inline constexpr const char* kLowCommunicationMode = "low-communication";
-nlohmann::ordered_json data_parallel_json(const LowCommunication& mode);
 
 // source names the text in errors (the file's path). Throws ConfigError.
 JobSpec parse_job_spec(const std::string& text, const std::string& source);

@@ -1,8 +1,7 @@
-// job.json's data_parallel section has two writers of its names: api/stage_job_file (the operator
-// and `tessel local` write every job.json through it; api/ cannot include the stage) and the
-// stage's data_parallel_json. Both parse, through the stage's parse_job_spec, to the same
-// LowCommunication as the TrainingJob's spec.dataParallel says, and the spec's defaults of the
-// outer settings are the stage runtime's.
+// job.json's data_parallel section is written by api/stage_job_file (the operator and `tessel
+// local` write every job.json through it; api/ cannot include the stage) and read by the stage's
+// parse_job_spec: what it writes parses to the LowCommunication the TrainingJob's
+// spec.dataParallel says, and the spec's defaults of the outer settings are the stage runtime's.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -58,11 +57,6 @@ TEST(StageJobFileDataParallel, EverySettingParsesBackAsWritten) {
   EXPECT_FALSE(l.delayed);
   EXPECT_TRUE(l.stagger);
   EXPECT_EQ(l.final_step, 300);  // the job's training.steps
-
-  // The stage's own writer of the section says the same.
-  nlohmann::json document = nlohmann::json::parse(api::stage_job_text(spec, two_replicas()));
-  document["data_parallel"] = data_parallel_json(l);
-  expect_same(parse_job_spec(document.dump(), "job.json").training.low_communication, l);
 }
 
 // The outer settings' defaults; H and the bits the spec leaves out are the planner's, which the
