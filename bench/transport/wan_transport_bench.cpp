@@ -61,6 +61,7 @@ struct BenchOptions {
   int streams = 0;  // the "chosen" column: 0 = the transport's choice
   bool slow_start_after_idle = true;
   double queue_ms = 0;  // 0: the emulator's default
+  int mtu = 1500;       // of the emulated links (the TUN devices)
   bool timeline = false;
   double idle_ms =
       0;  // the links idle this long before each all-reduce (a training step's compute)
@@ -330,6 +331,10 @@ int main(int argc, char** argv) {
   app.add_option("--streams", o.streams, "streams of the second column (0: the transport's choice)")
       ->check(CLI::Range(0, kMaxStreamsPerLink));
   bool no_slow_start = false;
+  app.add_option("--mtu", o.mtu,
+                 "of the emulated links: a larger one means fewer packets for the emulator's one "
+                 "thread to forward (and a larger TCP segment)")
+      ->check(CLI::Range(576, 65535));
   app.add_option("--queue-ms", o.queue_ms, "the emulated router queue of every link (0: default)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--idle-ms", o.idle_ms,
@@ -353,9 +358,9 @@ int main(int argc, char** argv) {
               o.message_bytes);
   for (int n : o.ranks) {
     std::printf(
-        "\n# n = %d, links %.0f Mbit/s (%.1f MB/s), queue %s%s\n#  rtt(ms)  streams  "
+        "\n# n = %d, links %.0f Mbit/s (%.1f MB/s), MTU %d, queue %s%s\n#  rtt(ms)  streams  "
         "allreduce(ms)  busbw(MB/s)  bus/link  retrans  pipeline(MB/s)  pipe/link  #wrong\n",
-        n, o.rate_mbit, link / 1e6,
+        n, o.rate_mbit, link / 1e6, o.mtu,
         o.queue_ms > 0 ? (std::to_string(static_cast<int>(o.queue_ms)) + " ms").c_str() : "default",
         o.slow_start_after_idle ? "" : ", no slow start after idle");
     for (double rtt : o.rtt_ms) {
@@ -364,6 +369,7 @@ int main(int argc, char** argv) {
       config.default_link.delay_ms = rtt / 2;
       config.default_link.rate_mbit = o.rate_mbit;
       if (o.queue_ms > 0) config.default_link.queue_ms = o.queue_ms;
+      config.mtu = o.mtu;
       std::unique_ptr<tessel::wan::WanEmulator> wan;
       try {
         wan = tessel::wan::WanEmulator::start(config);
