@@ -217,8 +217,11 @@ bool GrpcProgressReporter::stream_once() {
     }
   }
   stream_.reset();
+  const bool server_ended = stream->reader_done;
   lock.unlock();
-  if (broken) {
+  // A stream the server ended is finished, not cancelled: Finish() then gives the server's
+  // status (e.g. a refusal) to log, not CANCELLED.
+  if (broken && !server_ended) {
     stream->context.TryCancel();
   } else {
     call->WritesDone();

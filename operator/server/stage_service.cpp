@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "operator/server/tls_key_pair.h"
@@ -89,6 +90,7 @@ void StageService::register_job(const std::string& job_key, uint64_t job_id, int
                             std::to_string(token.size()));
   }
   std::optional<uint64_t> replaced;
+  std::optional<uint64_t> forgotten;
   {
     const std::lock_guard lock(mutex_);
     if (const auto other = key_of_id_.find(job_id);
@@ -105,29 +107,45 @@ void StageService::register_job(const std::string& job_key, uint64_t job_id, int
       }
       replaced = job.id;
       key_of_id_.erase(job.id);
-      if (job.id != job_id) table_->remove_job(job.id);
+      if (job.id != job_id) {
+        table_->remove_job(job.id);
+        forgotten = retire(job);
+      }
     }
+    std::erase_if(retired_, [job_id](const RetiredJob& r) { return r.id == job_id; });
     table_->add_job(job_id, world_size, token);
     jobs_.insert_or_assign(job_key, Job{job_id, world_size, token, JobProgressFold(world_size)});
     key_of_id_[job_id] = job_key;
   }
   // Outside our lock: the progress service holds its own while it delivers to us.
   if (replaced) progress_->forget_job(*replaced);
+  if (forgotten) progress_->forget_job(*forgotten);
   progress_->forget_job(job_id);
+}
+
+std::optional<uint64_t> StageService::retire(const Job& job) {
+  retired_.push_back({job.id, job.world_size, job.token});
+  if (retired_.size() <= kRetiredJobsAcknowledged) return std::nullopt;
+  const uint64_t oldest = retired_.front().id;
+  retired_.pop_front();
+  return oldest;
 }
 
 void StageService::unregister_job(const std::string& job_key) {
   uint64_t id = 0;
+  std::optional<uint64_t> forgotten;
   {
     const std::lock_guard lock(mutex_);
     const auto it = jobs_.find(job_key);
     if (it == jobs_.end()) return;
     id = it->second.id;
+    forgotten = retire(it->second);
     key_of_id_.erase(id);
     jobs_.erase(it);
     table_->remove_job(id);
   }
   progress_->forget_job(id);
+  if (forgotten) progress_->forget_job(*forgotten);
 }
 
 std::optional<JobProgress> StageService::progress(const std::string& job_key) const {
@@ -148,16 +166,29 @@ grpc::Status StageService::admit(const grpc::ServerContext& context,
   }
   const std::lock_guard lock(mutex_);
   const auto key = key_of_id_.find(tasklet.job_id());
-  const Job* served = key == key_of_id_.end() ? nullptr : &jobs_.at(key->second);
+  const std::string* job_token = nullptr;
+  int world_size = 0;
+  if (key != key_of_id_.end()) {
+    const Job& served = jobs_.at(key->second);
+    job_token = &served.token;
+    world_size = served.world_size;
+  } else if (const auto retired =
+                 std::find_if(retired_.begin(), retired_.end(),
+                              [&](const RetiredJob& r) { return r.id == tasklet.job_id(); });
+             retired != retired_.end()) {
+    // Acknowledged, then dropped by deliver(): the job is no longer served.
+    job_token = &retired->token;
+    world_size = retired->world_size;
+  }
   // An unknown job and a wrong token are answered alike: neither says which jobs exist.
-  if (served == nullptr || !rendezvous::same_token(served->token, *token)) {
+  if (job_token == nullptr || !rendezvous::same_token(*job_token, *token)) {
     return {grpc::StatusCode::UNAUTHENTICATED,
             job + ": unknown job, or the bearer token is not the job's"};
   }
-  if (tasklet.rank() < 0 || tasklet.rank() >= served->world_size) {
+  if (tasklet.rank() < 0 || tasklet.rank() >= world_size) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
             job + ": tasklet.rank " + std::to_string(tasklet.rank()) + " is out of range [0, " +
-                std::to_string(served->world_size) + ")"};
+                std::to_string(world_size) + ")"};
   }
   return grpc::Status::OK;
 }
@@ -167,7 +198,7 @@ void StageService::deliver(const pb::StageEvent& event) {
   {
     const std::lock_guard lock(mutex_);
     const auto key = key_of_id_.find(event.tasklet().job_id());
-    if (key == key_of_id_.end()) return;  // unregistered since the event was admitted
+    if (key == key_of_id_.end()) return;  // retired: acknowledged, not folded
     Job& job = jobs_.at(key->second);
     if (event.tasklet().rank() >= job.world_size) return;  // registered anew, smaller
     if (!job.fold.add(event)) return;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -66,7 +67,11 @@ class StageService {
   // out of bounds, or when another job is served under the same id.
   void register_job(const std::string& job_key, uint64_t job_id, int world_size,
                     const std::string& token);
-  // Stops serving the job (no-op when it is not served).
+  // Stops serving the job (no-op when it is not served): its rendezvous is refused from now on.
+  // Its processes' progress events are still acknowledged, and dropped, for the last
+  // kRetiredJobsAcknowledged jobs let go: they are being stopped, and a process whose last
+  // events nobody acknowledges waits out its exit flush (10 s) before it ends, which held up
+  // every restart's next attempt (its pods take the same names).
   void unregister_job(const std::string& job_key);
   // The job's progress; nullopt when it is not served.
   std::optional<JobProgress> progress(const std::string& job_key) const;
@@ -78,9 +83,18 @@ class StageService {
     std::string token;
     JobProgressFold fold;
   };
+  struct RetiredJob {
+    uint64_t id = 0;
+    int world_size = 0;
+    std::string token;
+  };
+  static constexpr size_t kRetiredJobsAcknowledged = 64;
 
-  // OK when the call's bearer token is that of the event's job and the rank is in range;
-  // UNAUTHENTICATED or INVALID_ARGUMENT otherwise.
+  // Remembers a job let go (under mutex_); the id of one forgotten to make room, if any.
+  std::optional<uint64_t> retire(const Job& job);
+
+  // OK when the call's bearer token is that of the event's job, served or retired, and the rank
+  // is in range; UNAUTHENTICATED or INVALID_ARGUMENT otherwise.
   grpc::Status admit(const grpc::ServerContext& context,
                      const tessel::v1alpha1::StageEvent& event) const;
   // Folds an admitted event into its job, then calls on_progress if it changed.
@@ -90,6 +104,7 @@ class StageService {
   mutable std::mutex mutex_;
   std::map<std::string, Job> jobs_;            // by key
   std::map<uint64_t, std::string> key_of_id_;  // job id -> key
+  std::deque<RetiredJob> retired_;             // the oldest first
   std::unique_ptr<rendezvous::RendezvousTable> table_;
   std::unique_ptr<rendezvous::RendezvousService> rendezvous_;
   std::unique_ptr<progress::ProgressService> progress_;

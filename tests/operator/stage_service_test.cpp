@@ -326,13 +326,54 @@ TEST_F(StageServiceTest, RegisteringAgainKeepsTheProgressAndANewTokenStartsOver)
             grpc::StatusCode::UNAUTHENTICATED);
 }
 
+// An unregistered job's rendezvous is refused. Its processes are being stopped: their last
+// progress events are acknowledged (or each would wait out its 10 s exit flush, and the next
+// attempt's pods, which take the same names, with it) and dropped.
 TEST_F(StageServiceTest, AnUnregisteredJobIsNoLongerServed) {
   service_.unregister_job("team-a/fables");
   service_.unregister_job("team-a/fables");  // again: nothing to do
   EXPECT_EQ(service_.progress("team-a/fables"), std::nullopt);
+  try {
+    rendezvous_client(11, 0, 2, kTokenA, trusting(ca_.ca_pem())).join("10.0.0.1:4000", 5s);
+    FAIL() << "an unregistered job's rank joined";
+  } catch (const std::runtime_error& e) {
+    EXPECT_TRUE(contains(e.what(), "job 11: unknown job or wrong token")) << e.what();
+  }
+  {
+    ProgressStream stream(service_.port(), trusting(ca_.ca_pem()), kTokenA);
+    EXPECT_EQ(stream.send(started(11, 0, 2, 3)), 1u);
+    EXPECT_EQ(stream.send(step(11, 0, 1, 4.0)), 2u);
+    EXPECT_TRUE(stream.finish().ok());
+  }
+  EXPECT_EQ(service_.progress("team-a/fables"), std::nullopt);  // folded nowhere
+  EXPECT_EQ(calls_.count("team-a/fables"), 0);
+  EXPECT_EQ(refused(trusting(ca_.ca_pem()), kTokenB, started(11, 0, 2, 3)).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);  // another job's token still is no token
+  EXPECT_EQ(refused(trusting(ca_.ca_pem()), kTokenA, started(11, 2, 2, 3)).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_TRUE(service_.progress("team-b/poems").has_value());
+}
+
+// Only the last 64 jobs let go are acknowledged so: the 65th before is refused like any unknown
+// job, and registering an id again serves it anew.
+TEST_F(StageServiceTest, OnlyTheLastSixtyFourJobsLetGoAreAcknowledged) {
+  service_.unregister_job("team-a/fables");
+  for (uint64_t id = 100; id < 164; ++id) {
+    service_.register_job("team-c/job-" + std::to_string(id), id, 1, kTokenB);
+    service_.unregister_job("team-c/job-" + std::to_string(id));
+  }
   EXPECT_EQ(refused(trusting(ca_.ca_pem()), kTokenA, started(11, 0, 2, 3)).error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
-  EXPECT_TRUE(service_.progress("team-b/poems").has_value());
+  {
+    ProgressStream stream(service_.port(), trusting(ca_.ca_pem()), kTokenB);
+    EXPECT_EQ(stream.send(started(100, 0, 1, 3)), 1u);  // the oldest of the 64 kept
+    EXPECT_TRUE(stream.finish().ok());
+  }
+  service_.register_job("team-a/fables", 11, 2, kTokenA);
+  ProgressStream stream(service_.port(), trusting(ca_.ca_pem()), kTokenA);
+  EXPECT_EQ(stream.send(started(11, 0, 2, 3)), 1u);
+  EXPECT_TRUE(stream.finish().ok());
+  EXPECT_EQ(service_.progress("team-a/fables")->started, 1);
 }
 
 TEST_F(StageServiceTest, BadRegistrationsAreRefusedNamingTheJobAndTheBound) {
