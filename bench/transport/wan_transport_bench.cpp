@@ -15,11 +15,12 @@
 // `retrans`: TCP segments the ranks retransmitted during the timed all-reduces (each loss stalls
 // its stream, and with it the ring, for at least a round trip); `--queue-ms` sets the emulated
 // router queue ahead of every link (the emulator's default otherwise).
-// Needs root and /dev/net/tun; without them it says why and exits 77 (skipped).
+// Needs root and /dev/net/tun; without them it says why and exits 77 (skipped). Exits 1 when an
+// element came out wrong (ctest's wan_transport_bench_smoke runs a small case).
 // Usage: wan_transport_bench [--ranks 2,4] [--rtt-ms 0,50,150,250] [--rate-mbit 1000]
 //        [--bytes N] [--iters 3] [--warmup 1] [--message-bytes N] [--messages 16]
 //        [--streams N (instead of the chosen)] [--no-slow-start-after-idle] [--queue-ms MS]
-//        [--timeline] [--no-single-stream] [--idle-ms MS]
+//        [--timeline] [--no-single-stream] [--idle-ms MS] [--mtu N] [--offload]
 // Recorded results: bench/transport/results.md and docs/benchmarks.md.
 #include <time.h>
 #include <unistd.h>
@@ -60,8 +61,9 @@ struct BenchOptions {
   int messages = 16;
   int streams = 0;  // the "chosen" column: 0 = the transport's choice
   bool slow_start_after_idle = true;
-  double queue_ms = 0;  // 0: the emulator's default
-  int mtu = 1500;       // of the emulated links (the TUN devices)
+  double queue_ms = 0;   // 0: the emulator's default
+  int mtu = 1500;        // of the emulated links (the TUN devices)
+  bool offload = false;  // the TUN devices' TCP segmentation offload (WanConfig::offload)
   bool timeline = false;
   double idle_ms =
       0;  // the links idle this long before each all-reduce (a training step's compute)
@@ -335,6 +337,9 @@ int main(int argc, char** argv) {
                  "of the emulated links: a larger one means fewer packets for the emulator's one "
                  "thread to forward (and a larger TCP segment)")
       ->check(CLI::Range(576, 65535));
+  app.add_flag("--offload", o.offload,
+               "TCP segmentation offload on the emulated links: the emulator forwards 64 KB "
+               "super-packets, not MTU-sized ones (segments stay MTU-sized)");
   app.add_option("--queue-ms", o.queue_ms, "the emulated router queue of every link (0: default)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--idle-ms", o.idle_ms,
@@ -356,11 +361,12 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(limits.wmem_max),
               static_cast<unsigned long long>(limits.rmem_max), o.bytes, o.messages,
               o.message_bytes);
+  bool any_wrong = false;
   for (int n : o.ranks) {
     std::printf(
-        "\n# n = %d, links %.0f Mbit/s (%.1f MB/s), MTU %d, queue %s%s\n#  rtt(ms)  streams  "
+        "\n# n = %d, links %.0f Mbit/s (%.1f MB/s), MTU %d%s, queue %s%s\n#  rtt(ms)  streams  "
         "allreduce(ms)  busbw(MB/s)  bus/link  retrans  pipeline(MB/s)  pipe/link  #wrong\n",
-        n, o.rate_mbit, link / 1e6, o.mtu,
+        n, o.rate_mbit, link / 1e6, o.mtu, o.offload ? " (offload)" : "",
         o.queue_ms > 0 ? (std::to_string(static_cast<int>(o.queue_ms)) + " ms").c_str() : "default",
         o.slow_start_after_idle ? "" : ", no slow start after idle");
     for (double rtt : o.rtt_ms) {
@@ -370,6 +376,7 @@ int main(int argc, char** argv) {
       config.default_link.rate_mbit = o.rate_mbit;
       if (o.queue_ms > 0) config.default_link.queue_ms = o.queue_ms;
       config.mtu = o.mtu;
+      config.offload = o.offload;
       std::unique_ptr<tessel::wan::WanEmulator> wan;
       try {
         wan = tessel::wan::WanEmulator::start(config);
@@ -390,6 +397,7 @@ int main(int argc, char** argv) {
       if (o.single_stream) columns.insert(columns.begin(), 1);
       for (int streams : columns) {
         const Measured m = run(*wan, n, streams, o);
+        any_wrong = any_wrong || m.wrong != 0;
         const double busbw = o.bytes / m.allreduce_s * 2.0 * (n - 1) / n;
         const double pipe = static_cast<double>(o.messages) * o.message_bytes / m.pipeline_s;
         std::printf("%10.0f  %7s  %13.1f  %11.1f  %7.1f%%  %7ld  %14.1f  %8.1f%%  %6ld\n", rtt,
@@ -404,10 +412,18 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
       const auto stats = wan->stats();
-      std::fprintf(stderr, "# forwarder: %llu packets out, %llu dropped at a full queue\n",
+      std::fprintf(stderr,
+                   "# forwarder: %llu packets out (%.0f link bytes each), %llu dropped at a full "
+                   "queue\n",
                    static_cast<unsigned long long>(stats.packets_out),
+                   static_cast<double>(stats.bytes_out) /
+                       static_cast<double>(std::max<std::uint64_t>(1, stats.packets_out)),
                    static_cast<unsigned long long>(stats.dropped_queue));
     }
+  }
+  if (any_wrong) {
+    std::fprintf(stderr, "wan_transport_bench: an all-reduce came out wrong (#wrong above)\n");
+    return 1;
   }
   return 0;
 }

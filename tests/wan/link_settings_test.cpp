@@ -114,6 +114,28 @@ TEST(WanLinkSettings, AConfigFileGivesTheDefaultAndThePairs) {
   EXPECT_EQ(m[0 * 3 + 2].rate_mbit, 1000);
 }
 
+TEST(WanLinkSettings, OffloadTakesOnlyLinksThatLoseNothingOrEverything) {
+  WanConfig config;
+  config.offload = true;
+  config.default_link.loss = 1;  // a partition loses every super-packet, as it would every packet
+  EXPECT_NO_THROW(validate_wan_config(config));
+  config.default_link.loss = 0;
+  config.links.push_back(parse_link_override("1>0:loss=0.01"));
+  EXPECT_EQ(error_of([&] { validate_wan_config(config); }),
+            "link 1>0: loss 0.01 with offload: a super-packet of up to 64 KB would be lost whole "
+            "(use loss 0 or 1, or turn offload off)");
+  config.offload = false;
+  EXPECT_NO_THROW(validate_wan_config(config));
+
+  const std::string path = write_config("offload: true\ndefault: {delay_ms: 75}\n");
+  EXPECT_TRUE(load_wan_config(path).offload);
+  std::ofstream(path) << "offload: true\ndefault: {loss: 0.5}\n";
+  EXPECT_EQ(error_of([&] { load_wan_config(path); }),
+            "link 0>1: loss 0.5 with offload: a super-packet of up to 64 KB would be lost whole "
+            "(use loss 0 or 1, or turn offload off)");
+  std::remove(path.c_str());
+}
+
 TEST(WanLinkSettings, ConfigFileErrorsNameTheFileAndTheField) {
   const std::string path = write_config(
       "namespaces: 2\n"

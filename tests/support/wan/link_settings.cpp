@@ -134,6 +134,24 @@ void validate_wan_config(const WanConfig& config) {
     apply(link, resolved);
     validate_link_settings(resolved, where);
   }
+  if (config.offload) {
+    const std::vector<LinkSettings> links = link_matrix(config);
+    for (std::size_t from = 0; from < n; ++from) {
+      for (std::size_t to = 0; to < n; ++to) {
+        if (from == to) continue;
+        validate_offload_loss(links[from * n + to],
+                              "link " + std::to_string(from) + ">" + std::to_string(to));
+      }
+    }
+  }
+}
+
+void validate_offload_loss(const LinkSettings& link, const std::string& where) {
+  if (link.loss != 0 && link.loss != 1) {
+    throw std::invalid_argument(where + ": loss " + number_text(link.loss) +
+                                " with offload: a super-packet of up to 64 KB would be lost "
+                                "whole (use loss 0 or 1, or turn offload off)");
+  }
 }
 
 std::vector<LinkSettings> link_matrix(const WanConfig& config) {
@@ -220,8 +238,10 @@ WanConfig load_wan_config(const std::string& path) {
   }
   const std::string file = "WAN emulator config " + path;
   if (!root.IsMap()) throw std::invalid_argument(file + ": expected a map at the top");
-  check_keys(root, {"namespaces", "netns", "subnet", "tun_name", "mtu", "seed", "default", "links"},
-             file);
+  check_keys(
+      root,
+      {"namespaces", "netns", "subnet", "tun_name", "mtu", "offload", "seed", "default", "links"},
+      file);
   WanConfig config;
   if (root["namespaces"])
     config.namespaces = scalar<std::size_t>(root["namespaces"], file + ": namespaces");
@@ -234,6 +254,7 @@ WanConfig load_wan_config(const std::string& path) {
   if (root["tun_name"])
     config.tun_name = scalar<std::string>(root["tun_name"], file + ": tun_name");
   if (root["mtu"]) config.mtu = scalar<int>(root["mtu"], file + ": mtu");
+  if (root["offload"]) config.offload = scalar<bool>(root["offload"], file + ": offload");
   if (root["seed"]) config.seed = scalar<std::uint64_t>(root["seed"], file + ": seed");
   if (const YAML::Node d = root["default"]) {
     if (!d.IsMap()) throw std::invalid_argument(file + ": default: expected a map");

@@ -45,6 +45,12 @@ struct WanConfig {
   std::string subnet = "10.250.0.0";
   std::string tun_name = "twan0";
   int mtu = 1500;
+  // TCP segmentation offload on the TUN devices (IFF_VNET_HDR, TUNSETOFFLOAD): the kernels hand
+  // the forwarder TCP super-packets of up to 64 KB (GSO) instead of MTU-sized ones and take them
+  // whole at the far end, so the forwarder moves a fraction of the packets (a 1 Gbit/s link then
+  // costs it a few percent of a core, not most of one). Each is shaped by the bytes its segments
+  // take on the wire. It is lost or dropped whole, so links with offload take loss 0 or 1 only.
+  bool offload = false;
   LinkSettings default_link;
   std::vector<LinkOverride> links;
   std::uint64_t seed = 1;  // the loss draws'
@@ -56,6 +62,9 @@ struct WanConfig {
 void validate_link_settings(const LinkSettings& link, const std::string& where);
 // Checks the whole configuration (counts, names, subnet, MTU, every link and override).
 void validate_wan_config(const WanConfig& config);
+// With offload a super-packet is lost whole, which no loss probability of single packets
+// describes: throws std::invalid_argument naming `where` unless the link's loss is 0 or 1.
+void validate_offload_loss(const LinkSettings& link, const std::string& where);
 
 // The settings of every directed link, row-major: [from * size + to] (the diagonal is unused).
 std::vector<LinkSettings> link_matrix(const WanConfig& config);
@@ -66,7 +75,7 @@ LinkOverride parse_link_override(const std::string& text);
 
 // A YAML configuration file:
 //   namespaces: 3                       # or  netns: [ns-a, ns-b, ns-c]
-//   subnet: 10.250.0.0                  # optional, as are tun_name, mtu, seed
+//   subnet: 10.250.0.0                  # optional, as are tun_name, mtu, offload, seed
 //   default: {delay_ms: 25, rate_mbit: 1000, loss: 0, queue_ms: 100}
 //   links:
 //     - {between: [0, 1], delay_ms: 75}

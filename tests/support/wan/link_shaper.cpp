@@ -34,7 +34,10 @@ Admission LinkShaper::admit(std::size_t bytes, Clock::time_point now) {
   Clock::time_point departure = now;
   if (bytes_per_ns_ > 0) {
     drain(now);
-    if (queue_bytes_ + bytes > queue_limit_bytes_) return {Fate::kDroppedQueueFull, {}};
+    // An empty queue takes any packet: an offloaded super-packet may exceed a slow link's limit.
+    if (queue_bytes_ > 0 && queue_bytes_ + bytes > queue_limit_bytes_) {
+      return {Fate::kDroppedQueueFull, {}};
+    }
     // The bucket refills from the last departure (or now, when it has been idle since) and
     // the packet leaves once it holds `bytes` tokens: a packet larger than the bucket leaves
     // when the bucket is full and the rest has trickled in, as a serializing line would.

@@ -110,13 +110,13 @@ void run_in_namespace(const std::string& name, const std::function<void()>& acti
   if (failure) std::rethrow_exception(failure);
 }
 
-int open_tun_in(const std::string& netns, const std::string& device) {
+int open_tun_in(const std::string& netns, const std::string& device, bool offload) {
   int fd = -1;
   run_in_namespace(netns, [&] {
     fd = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) throw std::runtime_error(std::string("/dev/net/tun: ") + std::strerror(errno));
     ifreq request{};
-    request.ifr_flags = IFF_TUN | IFF_NO_PI;
+    request.ifr_flags = static_cast<short>(IFF_TUN | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0));
     std::strncpy(request.ifr_name, device.c_str(), IFNAMSIZ - 1);
     if (::ioctl(fd, TUNSETIFF, &request) != 0) {
       const int error = errno;
@@ -125,6 +125,14 @@ int open_tun_in(const std::string& netns, const std::string& device) {
       throw std::runtime_error("cannot make TUN device " + device + " in network namespace " +
                                netns + ": " + std::strerror(error) +
                                (error == EBUSY ? " (a device of that name exists there)" : ""));
+    }
+    if (offload &&
+        ::ioctl(fd, TUNSETOFFLOAD, static_cast<unsigned long>(TUN_F_CSUM | TUN_F_TSO4)) != 0) {
+      const int error = errno;
+      ::close(fd);
+      fd = -1;
+      throw std::runtime_error("cannot turn on TCP segmentation offload of TUN device " + device +
+                               " in network namespace " + netns + ": " + std::strerror(error));
     }
   });
   return fd;

@@ -32,7 +32,10 @@ bool namespace_exists(const std::string& name);
 void run_in_namespace(const std::string& name, const std::function<void()>& action);
 
 // Opens a TUN device `device` (IFF_TUN, no packet information, non-blocking) inside namespace
-// `netns`; the device lives as long as the returned descriptor.
-int open_tun_in(const std::string& netns, const std::string& device);
+// `netns`; the device lives as long as the returned descriptor. With `offload`, every packet
+// read or written starts with a struct virtio_net_hdr (IFF_VNET_HDR), and the device takes
+// checksum and TCP segmentation offload (TUN_F_CSUM | TUN_F_TSO4): the kernel hands it IPv4 TCP
+// super-packets of up to 64 KB, and takes them whole when they are written.
+int open_tun_in(const std::string& netns, const std::string& device, bool offload);
 
 }  // namespace tessel::wan

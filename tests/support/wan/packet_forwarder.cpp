@@ -24,8 +24,27 @@ constexpr int kReadBatch = 64;
 
 struct HeldPacket {
   Clock::time_point arrival;
-  std::vector<std::uint8_t> bytes;
+  std::size_t wire = 0;             // the bytes it takes on the link
+  std::vector<std::uint8_t> bytes;  // as read: with its virtio_net_hdr when offloaded
 };
+
+// The largest packet a TUN device with offload hands over: a GSO super-packet of 64 KB.
+constexpr std::size_t kMaxSuperPacket = 65536;
+
+// The header ahead of each packet of a TUN device with IFF_VNET_HDR: the kernel's struct
+// virtio_net_hdr (linux/virtio_net.h, which does not compile as C++), in this machine's byte
+// order (a TUN device's default).
+struct VirtioNetHeader {
+  std::uint8_t flags;
+  std::uint8_t gso_type;
+  std::uint16_t hdr_len;
+  std::uint16_t gso_size;
+  std::uint16_t csum_start;
+  std::uint16_t csum_offset;
+};
+static_assert(sizeof(VirtioNetHeader) == 10);
+constexpr std::uint8_t kGsoTcpV4 = 1;   // VIRTIO_NET_HDR_GSO_TCPV4
+constexpr std::uint8_t kGsoEcn = 0x80;  // VIRTIO_NET_HDR_GSO_ECN, a flag on gso_type
 
 // The IPv4 destination of `packet`, host order; 0 when it is not IPv4.
 std::uint32_t ipv4_destination(const std::uint8_t* packet, std::size_t size) {
@@ -34,13 +53,29 @@ std::uint32_t ipv4_destination(const std::uint8_t* packet, std::size_t size) {
          std::uint32_t{packet[18]} << 8 | std::uint32_t{packet[19]};
 }
 
+// The bytes an IPv4 packet of `size` takes on the wire: a TCP super-packet (GSO, segments of
+// gso_size payload bytes) stands for as many segments, each with its own IP and TCP headers.
+std::size_t wire_bytes(const VirtioNetHeader& header, const std::uint8_t* packet,
+                       std::size_t size) {
+  if ((header.gso_type & ~kGsoEcn) != kGsoTcpV4 || header.gso_size == 0 || size < 20) return size;
+  const std::size_t ip_header = (packet[0] & 0x0fu) * std::size_t{4};
+  if (size < ip_header + 20) return size;
+  const std::size_t headers = ip_header + (packet[ip_header + 12] >> 4u) * std::size_t{4};
+  if (size <= headers) return size;
+  const std::size_t segments = (size - headers + header.gso_size - 1) / header.gso_size;
+  return size + (segments - 1) * headers;
+}
+
 }  // namespace
 
 struct PacketForwarder::State {
   std::vector<int> tun_fds;
   std::uint32_t base = 0;
   int mtu = 0;
-  std::vector<LinkShaper> shapers;               // [from * n + to]
+  std::size_t header = 0;           // the virtio_net_hdr ahead of each packet (offload), or 0
+  std::size_t buffer_bytes = 0;     // the largest read: header and packet
+  std::size_t spare_limit = 0;      // spare buffers kept: about 8 MiB of them
+  std::vector<LinkShaper> shapers;  // [from * n + to]
   std::vector<std::deque<HeldPacket>> held;      // the same layout, each in arrival order
   std::vector<std::vector<std::uint8_t>> spare;  // buffers to reuse
   std::atomic<std::uint64_t> packets_in{0}, packets_out{0}, bytes_out{0}, dropped_queue{0},
@@ -48,7 +83,7 @@ struct PacketForwarder::State {
 };
 
 PacketForwarder::PacketForwarder(std::vector<int> tun_fds, std::uint32_t base,
-                                 const std::vector<LinkSettings>& links, int mtu,
+                                 const std::vector<LinkSettings>& links, int mtu, bool offload,
                                  std::uint64_t seed)
     : state_(std::make_unique<State>()), seed_(seed) {
   const std::size_t n = tun_fds.size();
@@ -56,6 +91,10 @@ PacketForwarder::PacketForwarder(std::vector<int> tun_fds, std::uint32_t base,
   state_->tun_fds = std::move(tun_fds);
   state_->base = base;
   state_->mtu = mtu;
+  state_->header = offload ? sizeof(VirtioNetHeader) : 0;
+  state_->buffer_bytes =
+      state_->header + (offload ? kMaxSuperPacket : static_cast<std::size_t>(mtu));
+  state_->spare_limit = std::max<std::size_t>(64, (std::size_t{8} << 20) / state_->buffer_bytes);
   for (std::size_t i = 0; i < links.size(); ++i) {
     state_->shapers.emplace_back(links[i], mtu, seed + i);  // each pair its own loss draws
   }
@@ -112,14 +151,14 @@ void PacketForwarder::run() {
   watch(wake_fd_, n);
 
   auto take_buffer = [&] {
-    if (s.spare.empty()) return std::vector<std::uint8_t>(static_cast<std::size_t>(s.mtu));
+    if (s.spare.empty()) return std::vector<std::uint8_t>(s.buffer_bytes);
     std::vector<std::uint8_t> buffer = std::move(s.spare.back());
     s.spare.pop_back();
-    buffer.resize(static_cast<std::size_t>(s.mtu));
+    buffer.resize(s.buffer_bytes);
     return buffer;
   };
   auto give_back = [&](std::vector<std::uint8_t> buffer) {
-    if (s.spare.size() < 4096) s.spare.push_back(std::move(buffer));
+    if (s.spare.size() < s.spare_limit) s.spare.push_back(std::move(buffer));
   };
 
   // Takes the settings set_link() left for the thread.
@@ -145,7 +184,14 @@ void PacketForwarder::run() {
       }
       s.packets_in.fetch_add(1, std::memory_order_relaxed);
       buffer.resize(static_cast<std::size_t>(got));
-      const std::uint32_t destination = ipv4_destination(buffer.data(), buffer.size());
+      if (buffer.size() < s.header) {
+        s.dropped_unroutable.fetch_add(1, std::memory_order_relaxed);
+        give_back(std::move(buffer));
+        continue;
+      }
+      const std::uint8_t* packet = buffer.data() + s.header;
+      const std::size_t size = buffer.size() - s.header;
+      const std::uint32_t destination = ipv4_destination(packet, size);
       const std::uint64_t to = std::uint64_t{destination} - s.base - 1;
       if (destination <= s.base || to >= n || to == from) {
         s.dropped_unroutable.fetch_add(1, std::memory_order_relaxed);
@@ -153,7 +199,13 @@ void PacketForwarder::run() {
         continue;
       }
       const std::size_t pair = from * n + to;
-      const Admission admission = s.shapers[pair].admit(buffer.size(), Clock::now());
+      std::size_t wire = size;
+      if (s.header > 0) {
+        VirtioNetHeader header{};
+        std::memcpy(&header, buffer.data(), sizeof header);
+        wire = wire_bytes(header, packet, size);
+      }
+      const Admission admission = s.shapers[pair].admit(wire, Clock::now());
       if (admission.fate == Fate::kDroppedQueueFull) {
         s.dropped_queue.fetch_add(1, std::memory_order_relaxed);
         give_back(std::move(buffer));
@@ -161,7 +213,7 @@ void PacketForwarder::run() {
         s.dropped_loss.fetch_add(1, std::memory_order_relaxed);
         give_back(std::move(buffer));
       } else {
-        s.held[pair].push_back({admission.arrival, std::move(buffer)});
+        s.held[pair].push_back({admission.arrival, wire, std::move(buffer)});
       }
     }
   };
@@ -174,14 +226,15 @@ void PacketForwarder::run() {
       auto& line = s.held[pair];
       while (!line.empty() && line.front().arrival <= now) {
         const std::vector<std::uint8_t>& bytes = line.front().bytes;
+        const std::size_t wire = line.front().wire;
         // Counted before the write: the packet may reach its reader (and a reply come back)
         // before this thread runs again, and whoever then reads the counters should see it.
         s.packets_out.fetch_add(1, std::memory_order_relaxed);
-        s.bytes_out.fetch_add(bytes.size(), std::memory_order_relaxed);
+        s.bytes_out.fetch_add(wire, std::memory_order_relaxed);
         if (::write(s.tun_fds[pair % n], bytes.data(), bytes.size()) !=
             static_cast<ssize_t>(bytes.size())) {
           s.packets_out.fetch_sub(1, std::memory_order_relaxed);
-          s.bytes_out.fetch_sub(bytes.size(), std::memory_order_relaxed);
+          s.bytes_out.fetch_sub(wire, std::memory_order_relaxed);
           s.write_errors.fetch_add(1, std::memory_order_relaxed);
         }
         give_back(std::move(line.front().bytes));

@@ -1,6 +1,8 @@
 // The WAN emulator's data path: one thread reads IPv4 packets from every namespace's TUN
 // device, passes each through the LinkShaper of its (source, destination) pair, holds it until
-// its arrival time and writes it to the destination namespace's TUN device.
+// its arrival time and writes it to the destination namespace's TUN device. With offload each
+// packet comes and goes with its virtio_net_hdr, and a TCP super-packet is shaped by the bytes
+// of the segments it stands for.
 #pragma once
 
 #include <atomic>
@@ -15,9 +17,9 @@
 namespace tessel::wan {
 
 struct ForwarderStats {
-  std::uint64_t packets_in = 0;   // read from a TUN device
-  std::uint64_t packets_out = 0;  // written to a TUN device
-  std::uint64_t bytes_out = 0;
+  std::uint64_t packets_in = 0;          // read from a TUN device (a super-packet counts once)
+  std::uint64_t packets_out = 0;         // written to a TUN device
+  std::uint64_t bytes_out = 0;           // the bytes the links carried (a super-packet's segments')
   std::uint64_t dropped_queue = 0;       // found the link's queue full
   std::uint64_t dropped_loss = 0;        // drawn lost
   std::uint64_t dropped_unroutable = 0;  // not IPv4, or to no namespace of the emulator
@@ -41,9 +43,11 @@ inline constexpr int kForwarderPriority = 10;
 class PacketForwarder {
  public:
   // tun_fds[i]: namespace i's TUN device (non-blocking; the forwarder does not own them);
-  // namespace i has address base + i + 1; links: link_matrix's layout.
+  // namespace i has address base + i + 1; links: link_matrix's layout; offload: the devices
+  // were opened with it (open_tun_in).
   PacketForwarder(std::vector<int> tun_fds, std::uint32_t base,
-                  const std::vector<LinkSettings>& links, int mtu, std::uint64_t seed);
+                  const std::vector<LinkSettings>& links, int mtu, bool offload,
+                  std::uint64_t seed);
   ~PacketForwarder();
   PacketForwarder(const PacketForwarder&) = delete;
   PacketForwarder& operator=(const PacketForwarder&) = delete;

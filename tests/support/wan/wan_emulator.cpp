@@ -41,7 +41,7 @@ std::unique_ptr<WanEmulator> WanEmulator::start(const WanConfig& config) {
       }
       wan->names_.push_back(name);
       wan->addresses_.push_back(ipv4_text(base + static_cast<std::uint32_t>(i) + 1));
-      wan->tun_fds_.push_back(open_tun_in(name, config.tun_name));
+      wan->tun_fds_.push_back(open_tun_in(name, config.tun_name, config.offload));
       const std::string in = "ip -n " + name + " ";
       run_or_throw(in + "link set lo up");
       run_or_throw(in + "addr add " + wan->addresses_.back() + "/24 dev " + config.tun_name);
@@ -49,7 +49,7 @@ std::unique_ptr<WanEmulator> WanEmulator::start(const WanConfig& config) {
                    " txqueuelen " + std::to_string(kTunQueuePackets) + " up");
     }
     wan->forwarder_ = std::make_unique<PacketForwarder>(wan->tun_fds_, base, wan->links_,
-                                                        config.mtu, config.seed);
+                                                        config.mtu, config.offload, config.seed);
   } catch (...) {
     wan->stop();
     throw;
@@ -83,6 +83,7 @@ void WanEmulator::set_link(std::size_t from, std::size_t to, const LinkSettings&
                             std::to_string(size()) + " namespaces, numbered from 0)");
   }
   validate_link_settings(settings, name);
+  if (config_.offload) validate_offload_loss(settings, name);
   std::lock_guard lock(links_mutex_);
   links_[from * size() + to] = settings;
   if (forwarder_) forwarder_->set_link(from * size() + to, settings);

@@ -44,7 +44,8 @@ class WanEmulator {
   // Changes the link from `from` to `to` while the emulator forwards: from its next packet on,
   // the link delays, limits and drops as `settings` say (loss 1: a partition of that direction,
   // every packet dropped and no reset sent). Packets already on the link arrive as admitted.
-  // Throws std::invalid_argument naming the link for settings out of range, std::out_of_range
+  // Throws std::invalid_argument naming the link for settings out of range (or a loss other
+  // than 0 or 1 with offload), std::out_of_range
   // for a pair that does not exist or from == to. Thread-safe.
   void set_link(std::size_t from, std::size_t to, const LinkSettings& settings);
 

@@ -33,6 +33,9 @@ WanConfig config_from(int argc, char** argv) {
   auto* subnet = app.add_option("--subnet", flags.subnet, "base of the /24 (namespace i: .i+1)");
   auto* tun = app.add_option("--tun-name", flags.tun_name, "the TUN device's name in each");
   auto* mtu = app.add_option("--mtu", flags.mtu, "the TUN devices' MTU");
+  auto* offload = app.add_flag("--offload", flags.offload,
+                               "TCP segmentation offload: forward 64 KB super-packets (loss 0 or 1 "
+                               "only)");
   auto* seed = app.add_option("--seed", flags.seed, "seed of the loss draws");
   auto* delay =
       app.add_option("--delay-ms", flags.default_link.delay_ms, "default one-way delay (ms)");
@@ -60,6 +63,7 @@ WanConfig config_from(int argc, char** argv) {
   if (*subnet) config.subnet = flags.subnet;
   if (*tun) config.tun_name = flags.tun_name;
   if (*mtu) config.mtu = flags.mtu;
+  if (*offload) config.offload = flags.offload;
   if (*seed) config.seed = flags.seed;
   if (*delay) config.default_link.delay_ms = flags.default_link.delay_ms;
   if (*rate) config.default_link.rate_mbit = flags.default_link.rate_mbit;

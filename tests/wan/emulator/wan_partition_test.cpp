@@ -154,5 +154,25 @@ TEST(WanPartition, SetLinkRefusesPairsAndSettingsOutOfRange) {
   EXPECT_EQ(wan->link(0, 1).loss, 0) << "a refused change left the link as it was";
 }
 
+TEST(WanPartition, WithOffloadSetLinkTakesAPartitionButNoPartialLoss) {
+  WanConfig config;
+  config.offload = true;
+  START_OR_SKIP(wan, config);
+  LinkSettings lossy;
+  lossy.loss = 0.2;
+  try {
+    wan->set_link(0, 1, lossy);
+    ADD_FAILURE() << "loss 0.2 was taken with offload";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "link 0>1: loss 0.2 with offload: a super-packet of up to 64 KB would be lost "
+                 "whole (use loss 0 or 1, or turn offload off)");
+  }
+  LinkSettings partition;
+  partition.loss = 1;
+  EXPECT_NO_THROW(wan->set_link(0, 1, partition));
+  EXPECT_EQ(wan->link(0, 1).loss, 1);
+}
+
 }  // namespace
 }  // namespace tessel::wan
