@@ -15,7 +15,7 @@ struct MeasuredLossCost {
   int bits;
   double loss_cost;
 };
-constexpr MeasuredLossCost kMeasuredLossCost[] = {{4, 0.0227}, {8, 0.0011}, {32, 0.0}};
+constexpr MeasuredLossCost kMeasuredLossCost[] = {{4, 0.0497}, {8, 0.0047}, {32, 0.0}};
 
 std::string percent(double fraction) {
   char text[32];

@@ -56,13 +56,14 @@ struct DeltaBitsChoice {
   double loss_cost = 0;  // measured: the worst final loss above fp32 deltas', as a fraction
 };
 
-// The convergence study's measurement (docs/low-communication.md): 8-bit deltas ended at most
-// 0.11% above fp32's final loss (and within 1.5% either way), 4-bit at most 2.27% above (fables,
-// H = 10). So the choice is 8 bits: it does not depend on the topology or the layout.
+// The convergence study's measurement (docs/low-communication.md, 27 Nov): 8-bit deltas ended at
+// most 0.47% above fp32's final loss (synthetic, H = 10; within 1.2% either way), 4-bit at most
+// 4.97% above (fables, H = 10). So the choice is 8 bits: it does not depend on the topology or the
+// layout.
 DeltaBitsChoice choose_delta_bits();
 
-// "8-bit deltas: the fewest bits whose measured loss cost is within 2% of fp32 deltas' (8-bit:
-// +0.11% at worst, 4-bit: +2.27%; docs/low-communication.md)"
+// "8-bit deltas: the fewest bits whose measured loss cost is within 2% of fp32 deltas' (4-bit:
+// +4.97% at worst, 8-bit: +0.47% at worst; the convergence study, docs/low-communication.md)"
 std::string delta_bits_reason(const DeltaBitsChoice& choice);
 
 }  // namespace tessel::placement
