@@ -350,19 +350,37 @@ class TrainingJobReconcilerTest : public ::testing::Test {
   }
 
   // Each member's informers hold what the API holds: this run's pods and Nodes.
+  // "name@resourceVersion, ..." of a set of objects, for failure messages.
+  static std::string name_versions(const std::set<std::pair<std::string, std::string>>& objects) {
+    std::string text = "{";
+    for (const auto& [name, version] : objects) {
+      text += (text.size() > 1 ? ", " : "") + name + "@" + version;
+    }
+    return text + "}";
+  }
+
+  // This run's pods and Nodes in member `m` as the API holds them: name and resourceVersion.
+  std::set<std::pair<std::string, std::string>> api_now(int m) const {
+    std::set<std::pair<std::string, std::string>> now;
+    for (const json& pod : member_pods(m))
+      now.insert({kube::object_name(pod), kube::object_resource_version(pod)});
+    for (const std::string& node : nodes_[m]) {
+      const json live = members_[m]->admin().get(core("nodes"), "", node);
+      now.insert({node, kube::object_resource_version(live)});
+    }
+    return now;
+  }
+
   void sync_members() {
     for (int m = 0; m < 2; ++m) {
-      std::set<std::pair<std::string, std::string>> want;
-      for (const json& pod : member_pods(m))
-        want.insert({kube::object_name(pod), kube::object_resource_version(pod)});
-      for (const std::string& node : nodes_[m]) {
-        const json live = members_[m]->admin().get(core("nodes"), "", node);
-        want.insert({node, kube::object_resource_version(live)});
-      }
+      const std::set<std::pair<std::string, std::string>> want = api_now(m);
+      std::set<std::pair<std::string, std::string>> seen;
+      bool has_view = false;
       ASSERT_TRUE(eventually([&] {
         const auto view = registry_->member(kMembers[m]);
+        has_view = view != nullptr;
         if (!view) return false;
-        std::set<std::pair<std::string, std::string>> seen;
+        seen.clear();
         for (const json& pod : view->pods()) {
           if (kube::get_label(pod, kHubLabel) == run_ && kube::object_namespace(pod) == ns_)
             seen.insert({kube::object_name(pod), kube::object_resource_version(pod)});
@@ -373,7 +391,9 @@ class TrainingJobReconcilerTest : public ::testing::Test {
         }
         return seen == want;
       })) << "the informers of "
-          << kMembers[m] << " did not catch up";
+          << kMembers[m] << " did not catch up: " << (has_view ? "" : "no view of the member; ")
+          << "the API held " << name_versions(want) << ", the informers " << name_versions(seen)
+          << "; the API holds now " << name_versions(api_now(m));
     }
   }
 
