@@ -25,7 +25,8 @@ constexpr int kReadBatch = 64;
 struct HeldPacket {
   Clock::time_point arrival;
   std::size_t wire = 0;             // the bytes it takes on the link
-  std::vector<std::uint8_t> bytes;  // as read: with its virtio_net_hdr when offloaded
+  std::size_t length = 0;           // of `bytes`, as read: with its virtio_net_hdr when offloaded
+  std::vector<std::uint8_t> bytes;  // a whole read buffer (buffer_bytes)
 };
 
 // The largest packet a TUN device with offload hands over: a GSO super-packet of 64 KB.
@@ -150,11 +151,12 @@ void PacketForwarder::run() {
   for (std::size_t i = 0; i < n; ++i) watch(s.tun_fds[i], i);
   watch(wake_fd_, n);
 
+  // Buffers keep their full size, the length read beside them: resizing a 64 KB buffer back up
+  // would clear it on every read.
   auto take_buffer = [&] {
     if (s.spare.empty()) return std::vector<std::uint8_t>(s.buffer_bytes);
     std::vector<std::uint8_t> buffer = std::move(s.spare.back());
     s.spare.pop_back();
-    buffer.resize(s.buffer_bytes);
     return buffer;
   };
   auto give_back = [&](std::vector<std::uint8_t> buffer) {
@@ -183,14 +185,14 @@ void PacketForwarder::run() {
         return;
       }
       s.packets_in.fetch_add(1, std::memory_order_relaxed);
-      buffer.resize(static_cast<std::size_t>(got));
-      if (buffer.size() < s.header) {
+      const auto length = static_cast<std::size_t>(got);
+      if (length < s.header) {
         s.dropped_unroutable.fetch_add(1, std::memory_order_relaxed);
         give_back(std::move(buffer));
         continue;
       }
       const std::uint8_t* packet = buffer.data() + s.header;
-      const std::size_t size = buffer.size() - s.header;
+      const std::size_t size = length - s.header;
       const std::uint32_t destination = ipv4_destination(packet, size);
       const std::uint64_t to = std::uint64_t{destination} - s.base - 1;
       if (destination <= s.base || to >= n || to == from) {
@@ -213,7 +215,7 @@ void PacketForwarder::run() {
         s.dropped_loss.fetch_add(1, std::memory_order_relaxed);
         give_back(std::move(buffer));
       } else {
-        s.held[pair].push_back({admission.arrival, wire, std::move(buffer)});
+        s.held[pair].push_back({admission.arrival, wire, length, std::move(buffer)});
       }
     }
   };
@@ -226,13 +228,13 @@ void PacketForwarder::run() {
       auto& line = s.held[pair];
       while (!line.empty() && line.front().arrival <= now) {
         const std::vector<std::uint8_t>& bytes = line.front().bytes;
+        const std::size_t length = line.front().length;
         const std::size_t wire = line.front().wire;
         // Counted before the write: the packet may reach its reader (and a reply come back)
         // before this thread runs again, and whoever then reads the counters should see it.
         s.packets_out.fetch_add(1, std::memory_order_relaxed);
         s.bytes_out.fetch_add(wire, std::memory_order_relaxed);
-        if (::write(s.tun_fds[pair % n], bytes.data(), bytes.size()) !=
-            static_cast<ssize_t>(bytes.size())) {
+        if (::write(s.tun_fds[pair % n], bytes.data(), length) != static_cast<ssize_t>(length)) {
           s.packets_out.fetch_sub(1, std::memory_order_relaxed);
           s.bytes_out.fetch_sub(wire, std::memory_order_relaxed);
           s.write_errors.fetch_add(1, std::memory_order_relaxed);
