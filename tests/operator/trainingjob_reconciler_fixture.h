@@ -371,9 +371,9 @@ class TrainingJobReconcilerTest : public ::testing::Test {
   }
 
   // Each member's informers hold what the API holds: this run's pods and Nodes, both read again
-  // at every poll. An object may change after a first read without the test asking (loaded3 on
-  // 27 Nov: Node b2 read at resourceVersion 15 just after add_node returned, then held at 16 by
-  // both the API and the informers), so a snapshot taken once could never be caught up with.
+  // at every poll. An object may change after a first read without the test asking (a Node read
+  // at one resourceVersion just after add_node returned, then held at the next by the API and the
+  // informers alike), so a snapshot taken once could never be caught up with.
   void sync_members() {
     for (int m = 0; m < 2; ++m) {
       std::set<std::pair<std::string, std::string>> want, seen;
