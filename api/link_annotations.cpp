@@ -11,6 +11,7 @@
 #include "api/manifest_error.h"
 #include "api/manifest_text.h"
 #include "placement/limits.h"
+#include "placement/tcp_link_rate.h"
 
 namespace tessel::api {
 namespace {
@@ -128,7 +129,7 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
       errors.push_back({at, "must be an object, got " + describe_json_value(entry)});
       continue;
     }
-    add_unknown_field_errors(entry, {"rttMs", "gbps", "at"}, at, errors);
+    add_unknown_field_errors(entry, {"rttMs", "gbps", "streams", "at"}, at, errors);
     LinkMeasurement m;
     const json &rtt = field_of(entry, "rttMs"), &gbps = field_of(entry, "gbps");
     const auto in_range = [&](double x, double lo, double hi, const std::string& field,
@@ -148,6 +149,23 @@ NodeLinks parse_node_links(const std::string& value, const std::string& node) {
                at + ".gbps[0]", "Gbit/s");
       in_range(m.bulk_gbps, placement::kMinBandwidthGbps, placement::kMaxBandwidthGbps,
                at + ".gbps[1]", "Gbit/s");
+    }
+    if (entry.contains("streams")) {
+      double count = 0;
+      if (read_pair(entry.at("streams"), count, m.stream_gbps, at + ".streams", errors)) {
+        if (!(count >= 2 && count <= placement::kMaxTcpStreamsPerLink) ||
+            count != std::floor(count)) {
+          errors.push_back({at + ".streams[0]",
+                            "must be a whole number of TCP streams in [2, " +
+                                std::to_string(placement::kMaxTcpStreamsPerLink) +
+                                "] (one stream is written without \"streams\"), got " +
+                                placement::number_text(count)});
+        } else {
+          m.streams = static_cast<int>(count);
+        }
+        in_range(m.stream_gbps, placement::kMinBandwidthGbps, placement::kMaxBandwidthGbps,
+                 at + ".streams[1]", "Gbit/s");
+      }
     }
     const json& when = field_of(entry, "at");
     if (!when.is_string() || !parse_measured_at(when.get<std::string>())) {
@@ -179,6 +197,7 @@ std::string format_node_links(const NodeLinks& links) {
     peers[peer] = {{"rttMs", {significant(m.rtt_p50_ms), significant(m.rtt_p90_ms)}},
                    {"gbps", {significant(m.small_gbps), significant(m.bulk_gbps)}},
                    {"at", m.measured_at}};
+    if (m.streams > 1) peers[peer]["streams"] = {m.streams, significant(m.stream_gbps)};
   }
   return json{{"version", 1}, {"peers", peers}}.dump();
 }
@@ -205,6 +224,14 @@ LinkMeasurement aggregate_measurements(const std::vector<LinkMeasurement>& measu
   out.rtt_p90_ms = field(&LinkMeasurement::rtt_p90_ms);  // >= the median of the medians
   out.small_gbps = field(&LinkMeasurement::small_gbps);
   out.bulk_gbps = field(&LinkMeasurement::bulk_gbps);
+  // Streams: a one-stream measurement's stream rate is its bulk rate.
+  std::vector<double> counts, stream_rates;
+  for (const LinkMeasurement& m : measurements) {
+    counts.push_back(m.streams);
+    stream_rates.push_back(m.streams > 1 ? m.stream_gbps : m.bulk_gbps);
+  }
+  out.streams = static_cast<int>(std::floor(median(std::move(counts))));
+  out.stream_gbps = out.streams > 1 ? significant(median(std::move(stream_rates))) : 0;
   std::optional<std::chrono::sys_seconds> oldest;
   for (const LinkMeasurement& m : measurements) {
     const auto at = parse_measured_at(m.measured_at);

@@ -4,14 +4,17 @@
 //
 //   net.tessel.dev/links: {"version": 1, "peers": {
 //       "gpu-node-2": {"rttMs": [0.21, 0.35], "gbps": [0.9, 9.4], "at": "2026-11-26T00:12:03Z"},
-//       "member-b/gpu-node-7": {"rttMs": [48.0, 51.2], "gbps": [0.05, 0.8], "at": "..."},
+//       "member-b/gpu-node-7": {"rttMs": [48.0, 51.2], "gbps": [0.05, 0.8], "streams": [5, 0.19],
+//                               "at": "..."},
 //       "*": {...}, "member-c/*": {...}}}
 //
 // A peer is a node of the same cluster ("<node>") or of another ("<cluster>/<node>"). rttMs is
 // the round trip's median and 90th percentile in milliseconds; gbps the throughput from this
 // node to the peer in Gbit/s with small messages (pipeline activations) and in bulk (gradient
 // all-reduce); at when it was measured (RFC 3339). Measurements are directional: the peer
-// writes the other direction on its own Node.
+// writes the other direction on its own Node. streams (optional): a bulk rate measured over
+// several TCP streams, as the transport uses them on a long fat link: their count and one
+// stream's rate in Gbit/s (its window per round trip); absent, the bulk rate is one stream's.
 //
 // Aggregates (a node with more peers than it lists by name): "*" stands for every node of the
 // writer's own cluster that is not listed by name, "<cluster>/*" for every node of that cluster
@@ -43,6 +46,10 @@ struct LinkMeasurement {
   double small_gbps = 0;
   double bulk_gbps = 0;
   std::string measured_at;  // RFC 3339
+  // The TCP streams bulk_gbps was measured over and, when more than one, one stream's rate
+  // (0 for one stream: that is bulk_gbps).
+  int streams = 1;
+  double stream_gbps = 0;
 
   // What the placement's cost model reads: one-way latency (half the median round trip) and
   // the bulk rate.
@@ -84,8 +91,8 @@ bool is_aggregate(const std::string& peer);
 // "<cluster>/*" for "<cluster>/<node>".
 std::string site_aggregate(const std::string& peer);
 // An aggregate's entry from the measurements of the peers it stands for: the median of each field
-// (of an even count, the mean of the two middle values) to kSignificantDigits, `at` the oldest
-// of theirs. Throws std::invalid_argument when `measurements` is empty or an `at` is not an
+// (of an even count, the mean of the two middle values) to kSignificantDigits (the stream count
+// rounded down), `at` the oldest of theirs. Throws std::invalid_argument when `measurements` is empty or an `at` is not an
 // RFC 3339 time.
 LinkMeasurement aggregate_measurements(const std::vector<LinkMeasurement>& measurements);
 

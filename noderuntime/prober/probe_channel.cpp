@@ -48,21 +48,22 @@ const char* frame_type_name(FrameType type) {
 size_t max_payload_bytes(FrameType type) {
   switch (type) {
     case FrameType::kHello:
-      return 4 + 32 + kMaxPeerNameBytes;
+      return 4 + 32 + kTicketBytes + kMaxPeerNameBytes;
     case FrameType::kChallenge:
       return 32 + 32;
     case FrameType::kResponse:
       return 32;
     case FrameType::kRefused:
       return kMaxReasonBytes;
+    case FrameType::kAccepted:
+      return kTicketBytes + 2;
     case FrameType::kPing:
     case FrameType::kPong:
       return kPingPayloadBytes;
     case FrameType::kData:
       return kMaxDataFrameBytes;
     case FrameType::kSyncAck:
-      return 8;
-    case FrameType::kAccepted:
+      return sync_ack_bytes(kProtocolVersion);
     case FrameType::kSync:
     case FrameType::kBye:
       return 0;

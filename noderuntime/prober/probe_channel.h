@@ -18,25 +18,34 @@
 
 namespace tessel::prober {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+// Version 2 adds the bulk phase over several connections: the hello carries a session ticket
+// (zero for a new session) and a v2 server's accepted frame offers the session's ticket and how
+// many connections may join it (probe_handshake.h). Each side still speaks version 1 to a peer
+// that only knows it (one connection), so probers of both versions measure each other while an
+// upgrade rolls across clusters.
+inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kOldestProtocolVersion = 1;
 inline constexpr size_t kFrameHeaderBytes = 12;
 // The largest data frame (a bulk message); control frames are far smaller.
 inline constexpr size_t kMaxDataFrameBytes = 16 * 1024 * 1024;
 // A prober's name ("<node>" or "<cluster>/<node>") in the hello: DNS names are at most 253.
 inline constexpr size_t kMaxPeerNameBytes = 512;
 inline constexpr size_t kPingPayloadBytes = 8;
+inline constexpr size_t kTicketBytes = 16;
+// A sync-ack's payload in a session of `version`.
+inline constexpr size_t sync_ack_bytes(uint32_t version) { return version >= 2 ? 16 : 8; }
 
 enum class FrameType : uint8_t {
-  kHello = 1,  // client: version u32, nonce, name
+  kHello = 1,  // client: version u32, nonce, (version 2: session ticket), name
   kChallenge,  // server: nonce, server proof
   kResponse,   // client: client proof
-  kAccepted,   // server: empty; measurements may start
+  kAccepted,   // server: (version 2: session ticket, joins offered u16); measurements may start
   kRefused,    // either side: reason (text); the connection ends
   kPing,       // client: 8 bytes, echoed in a pong
   kPong,       // server
   kData,       // client: payload counted and dropped
   kSync,       // client: empty; asks for the data byte count since the last sync
-  kSyncAck,    // server: u64 bytes
+  kSyncAck,    // server: u64 bytes, (version 2: u64 ns of the server's steady clock on reading it)
   kBye,        // client: empty; the session ends
 };
 
@@ -76,6 +85,7 @@ class ProbeChannel {
   // Everything this side has written (headers included): what the probe cost the link.
   uint64_t bytes_sent() const { return bytes_sent_; }
   int fd() const { return fd_.get(); }
+  void set_io_timeout(std::chrono::milliseconds io_timeout) { io_timeout_ = io_timeout; }
 
  private:
   // `ready`: when the frame was handed to the emulated link (ignored when unshaped).

@@ -25,6 +25,13 @@ class ProbeRefused : public ProbeError {
   std::string reason_;
 };
 
+// The peer's prober does not speak the protocol version the client opened with (a prober of an
+// older release): the client opens again with the oldest version.
+class ProbeVersionRefused : public ProbeError {
+ public:
+  using ProbeError::ProbeError;
+};
+
 // The peer's prober is serving another peer's probe (one session at a time): no failure of the
 // link or the peer; try again in a moment.
 class ProbeBusy : public ProbeError {

@@ -162,5 +162,54 @@ TEST(LinkAnnotations, AnAggregateIsTheMedianOfEachFieldAndTheOldestTime) {
   EXPECT_THROW(aggregate_measurements({{1, 2, 1, 2, "yesterday"}}), std::invalid_argument);
 }
 
+TEST(LinkAnnotations, ABulkRateOverSeveralStreamsCarriesTheirCountAndOneStreamsRate) {
+  NodeLinks links;
+  links.peers["member-b/gpu-node-7"] = {150, 151, 0.02, 0.9, "2026-11-26T00:13:40Z", 5, 0.2236};
+  links.peers["gpu-node-2"] = {0.2, 0.35, 0.9, 9.4, "2026-11-26T00:12:03Z"};  // one stream
+  const std::string value = format_node_links(links);
+  EXPECT_NE(value.find(R"("streams":[5,0.2236])"), std::string::npos) << value;
+  EXPECT_NE(value.find(R"("gpu-node-2":{"at":"2026-11-26T00:12:03Z","gbps":[0.9,9.4],)"
+                       R"("rttMs":[0.2,0.35]})"),
+            std::string::npos)
+      << value;
+  EXPECT_EQ(parse_node_links(value, "gpu-node-1"), links);
+  // What the planner prices is the bulk rate of all the streams.
+  EXPECT_DOUBLE_EQ(links.peers["member-b/gpu-node-7"].link().bandwidth_gbps, 0.9);
+
+  const std::string at = "gpu-node-1: metadata.annotations[net.tessel.dev/links].peers[gpu-2]";
+  const auto with_streams = [](const std::string& streams) {
+    return one_peer("gpu-2", R"({"rttMs": [1, 2], "gbps": [0.5, 5], "streams": )" + streams +
+                                 R"(, "at": "2026-11-26T00:12:03Z"})");
+  };
+  EXPECT_EQ(error_of(with_streams("[4, 1.5]")), "(accepted)");
+  EXPECT_EQ(error_of(with_streams("4")),
+            at + ".streams: must be a list of two numbers, got 4");
+  const std::string count = ".streams[0]: must be a whole number of TCP streams in [2, 16] (one "
+                            "stream is written without \"streams\"), got ";
+  EXPECT_EQ(error_of(with_streams("[1, 1.5]")), at + count + "1");
+  EXPECT_EQ(error_of(with_streams("[17, 1.5]")), at + count + "17");
+  EXPECT_EQ(error_of(with_streams("[2.5, 1.5]")), at + count + "2.5");
+  EXPECT_EQ(error_of(with_streams("[4, 0]")),
+            at + ".streams[1]: must be in [1e-06, 100000] Gbit/s, got 0");
+}
+
+TEST(LinkAnnotations, AnAggregatesStreamsAreTheMedianCountAndOneStreamRate) {
+  // A one-stream measurement's stream rate is its bulk rate.
+  const LinkMeasurement mixed =
+      aggregate_measurements({{150, 151, 0.02, 0.9, "2026-11-26T00:00:00Z", 5, 0.2},
+                              {150, 151, 0.02, 0.3, "2026-11-26T00:00:00Z"},
+                              {150, 151, 0.02, 0.8, "2026-11-26T00:00:00Z", 4, 0.25}});
+  EXPECT_EQ(mixed.streams, 4);
+  EXPECT_DOUBLE_EQ(mixed.stream_gbps, 0.25);
+  EXPECT_DOUBLE_EQ(mixed.bulk_gbps, 0.8);
+  // Mostly one stream: the aggregate is one stream, written without "streams".
+  const LinkMeasurement one =
+      aggregate_measurements({{1, 1, 1, 9, "2026-11-26T00:00:00Z", 5, 2},
+                              {1, 1, 1, 9, "2026-11-26T00:00:00Z"},
+                              {1, 1, 1, 9, "2026-11-26T00:00:00Z"}});
+  EXPECT_EQ(one.streams, 1);
+  EXPECT_EQ(one.stream_gbps, 0);
+}
+
 }  // namespace
 }  // namespace tessel::api

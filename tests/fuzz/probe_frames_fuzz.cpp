@@ -1,8 +1,8 @@
 // What a peer prober sends (noderuntime/prober/probe_channel.h, probe_handshake.h), delivered
 // through a real socket (a socketpair; the test's end is closed for writing once the input is
 // in, so that every read ends). The first byte picks whose end the input plays:
-//   0: a client, read by a server: authenticate_client (the hello's version, nonce and name, the
-//      response), as serve_probe_session begins;
+//   0: a client, read by a server: authenticate_client (the hello's version, nonce, ticket and
+//      name, the response), as a session begins;
 //   1: a server, read by a client: authenticate_to_server (the challenge, a refusal, busy);
 //   2: any stream of frames, read one by one by ProbeChannel::receive until it throws.
 // The rest of the input is the stream. A ProbeError (ProbeRefused, ProbeBusy) is the refusal.

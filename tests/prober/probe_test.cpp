@@ -206,7 +206,7 @@ TEST(ProbeHostileFrames, TheServerRefusesEachByName) {
       {"type zero", header_bytes(0, 0), "unknown frame type 0"},
       {"reserved bytes", header_bytes(1, 40, 1), "reserved bytes are not zero"},
       {"huge hello", header_bytes(1, 1u << 30),
-       "a hello frame of 1073741824 bytes exceeds its limit of 548 bytes"},
+       "a hello frame of 1073741824 bytes exceeds its limit of 564 bytes"},
       {"huge data", header_bytes(8, 0xffffffffu),
        "a data frame of 4294967295 bytes exceeds its limit of 16777216 bytes"},
       {"ping before hello", early_ping, "expected a hello frame, got ping"},
@@ -231,7 +231,8 @@ TEST(ProbeHostileFrames, TheClientRefusesAnOversizeChallenge) {
   std::thread fake([&] {
     transport::UniqueFd fd = transport::accept_until(listener, Clock::now() + 30s);
     if (!fd.valid()) return;
-    std::vector<std::byte> hello(kFrameHeaderBytes + 4 + kNonceBytes + 10);
+    // A version 2 hello: version, nonce, ticket, "gpu-node-1".
+    std::vector<std::byte> hello(kFrameHeaderBytes + 4 + kNonceBytes + kTicketBytes + 10);
     transport::recv_all(fd.get(), hello, Clock::now() + 30s);
     transport::send_all(fd.get(), header_bytes(2, 1u << 24), Clock::now() + 30s);
     std::this_thread::sleep_for(200ms);

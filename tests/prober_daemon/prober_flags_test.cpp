@@ -66,6 +66,7 @@ TEST(ProberFlags, DefaultsComeFromTheEnvironmentAndThePlan) {
   EXPECT_EQ(flags.refresh_interval, std::chrono::seconds(1200));
   EXPECT_EQ(flags.peer_ttl, std::chrono::seconds(900));
   EXPECT_EQ(flags.max_listed_peers, 256u);
+  EXPECT_DOUBLE_EQ(flags.link_capacity_gbps, 10);
   EXPECT_TRUE(flags.emulated_links.empty());
   EXPECT_EQ(flags.log_level, "info");
 
@@ -88,6 +89,7 @@ TEST(ProberFlags, EveryFlagIsTaken) {
                                    "--refresh-interval", "1h",
                                    "--peer-ttl",         "600s",
                                    "--max-listed-peers", "10",
+                                   "--link-capacity-gbps", "25",
                                    "--emulate-link",     "member-b/=0.2/40",
                                    "--emulate-link",     "gpu-=1/0.5",
                                    "--log-level",        "debug"});
@@ -104,6 +106,7 @@ TEST(ProberFlags, EveryFlagIsTaken) {
   EXPECT_EQ(flags.refresh_interval, std::chrono::seconds(3600));
   EXPECT_EQ(flags.peer_ttl, std::chrono::seconds(600));
   EXPECT_EQ(flags.max_listed_peers, 10u);
+  EXPECT_DOUBLE_EQ(flags.link_capacity_gbps, 25);
   ASSERT_EQ(flags.emulated_links.size(), 2u);
   EXPECT_EQ(flags.emulated_links[0].prefix, "member-b/");
   EXPECT_DOUBLE_EQ(flags.emulated_links[0].shape.bytes_per_s, 0.2e9 / 8);
@@ -142,6 +145,7 @@ TEST(ProberFlags, BadValuesAreRefusedNamingFlagValueAndLimit) {
       {{"--check-interval", "60", "--peer-ttl", "100"},
        {"--peer-ttl", "100s is outside 120s..86400s"}},
       {{"--max-listed-peers", "0"}, {"--max-listed-peers", "0 is outside 1..2000"}},
+      {{"--link-capacity-gbps", "0"}, {"--link-capacity-gbps", "0 is outside 1e-06..100000"}},
       {{"--max-listed-peers", "2001"}, {"--max-listed-peers", "2001 is outside 1..2000"}},
       {{"--emulate-link", "a=1"}, {"--emulate-link", "'a=1'", "PREFIX=GBPS/MS"}},
       {{"--emulate-link", "a=x/1"}, {"--emulate-link", "GBPS 'x'", "Gbit/s"}},
@@ -271,7 +275,8 @@ TEST(ProberBinary, HelpListsEveryFlagWithItsDefault) {
   for (const char* flag : {"--kubeconfig", "--node-name", "--namespace", "--listen",
                            "--secret-file", "--peer-selector", "--peers-configmap", "--budget",
                            "--check-interval", "--refresh-interval", "--peer-ttl",
-                           "--max-listed-peers", "--emulate-link", "--log-level"}) {
+                           "--max-listed-peers", "--link-capacity-gbps", "--emulate-link",
+                           "--log-level"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag << " missing from:\n" << help;
   }
   for (const char* value :

@@ -26,6 +26,7 @@ prober::ProberDaemonOptions daemon_options(const prober::ProberFlags& flags,
   options.listen_host = flags.listen_host;
   options.listen_port = flags.listen_port;
   options.probe.secret = prober::read_probe_secret(flags.secret_file);
+  options.probe.link_capacity_gbps = flags.link_capacity_gbps;
   options.schedule.budget_fraction = flags.budget;
   options.schedule.check_interval = flags.check_interval;
   options.schedule.refresh_interval = flags.refresh_interval;

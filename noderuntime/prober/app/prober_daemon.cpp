@@ -276,6 +276,8 @@ void ProberDaemon::run_probe(const PlannedProbe& planned, ProbeSchedule& schedul
                 {"rtt_p90_ms", m.rtt_p90_ms},
                 {"small_gbps", m.small_gbps},
                 {"bulk_gbps", m.bulk_gbps},
+                {"streams", m.streams},
+                {"stream_gbps", m.stream_gbps},
                 {"bytes", result->bytes_sent}});
 }
 

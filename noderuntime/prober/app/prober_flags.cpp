@@ -219,6 +219,12 @@ bool parse_prober_flags(int argc, char** argv, ProberFlags& f, EnvironmentLookup
                  "Entries of the annotation, site aggregates included: the peers beyond are "
                  "aggregated by site (\"*\": this cluster's, \"<cluster>/*\": another's) (1.." +
                      std::to_string(kMaxListedPeers) + ")");
+  app.add_option("--link-capacity-gbps", f.link_capacity_gbps,
+                 "The fastest this node's links may be, in Gbit/s (its NIC's rate): a full probe "
+                 "of a long fat link measures its bulk rate over the TCP streams that fill a "
+                 "link this fast, as the transport opens them (" +
+                     placement::number_text(placement::kMinBandwidthGbps) + ".." +
+                     placement::number_text(placement::kMaxBandwidthGbps) + ")");
   app.add_option("--emulate-link", emulate_links,
                  "PREFIX=GBPS/MS, repeatable: shape this prober's sends to peers whose name starts "
                  "with PREFIX (the longest matching PREFIX wins) to GBPS Gbit/s (0: unlimited) "
@@ -254,6 +260,13 @@ bool parse_prober_flags(int argc, char** argv, ProberFlags& f, EnvironmentLookup
   check_seconds("--refresh-interval", f.refresh_interval,
                 std::max(kMinRefreshInterval, f.check_interval), kMaxScheduleInterval);
   check_seconds("--peer-ttl", f.peer_ttl, 2 * f.check_interval, kMaxPeerTtl);
+  if (!(f.link_capacity_gbps >= placement::kMinBandwidthGbps &&
+        f.link_capacity_gbps <= placement::kMaxBandwidthGbps)) {
+    throw std::invalid_argument("--link-capacity-gbps: " +
+                                placement::number_text(f.link_capacity_gbps) + " is outside " +
+                                placement::number_text(placement::kMinBandwidthGbps) + ".." +
+                                placement::number_text(placement::kMaxBandwidthGbps));
+  }
   if (f.max_listed_peers < 1 || f.max_listed_peers > kMaxListedPeers) {
     throw std::invalid_argument("--max-listed-peers: " + std::to_string(f.max_listed_peers) +
                                 " is outside 1.." + std::to_string(kMaxListedPeers));

@@ -33,6 +33,9 @@ struct ProberFlags {
   std::chrono::seconds refresh_interval{1200};
   std::chrono::seconds peer_ttl{900};
   size_t max_listed_peers = 256;
+  // The fastest this node's links may be (its NIC): the bulk phase's streams are chosen to fill
+  // a link that fast at the measured round trip (ProbeOptions::link_capacity_gbps).
+  double link_capacity_gbps = 10;
   std::vector<EmulatedLink> emulated_links;
   std::string log_level = "info";
 
