@@ -25,14 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kSecret = "tessel-probe-streams-secret-0123";
 
-ProbeOptions quick_options() {
-  ProbeOptions options = probe_options_with(kSecret);
-  options.round_trips = 20;
-  options.small_messages = 4;
-  options.bulk_message_bytes = 256 * 1024;
-  options.bulk_duration = 200ms;
-  return options;
-}
+ProbeOptions quick_options() { return short_probe_options(kSecret, 20, 4, 200ms); }
 
 std::unique_ptr<ProbeServer> start_server(int max_joins = ProbeServerOptions{}.max_joins) {
   ProbeServerOptions options;

@@ -21,14 +21,7 @@ using Clock = std::chrono::steady_clock;
 
 const std::string kSecret = "tessel-probe-test-secret-0123456789";
 
-ProbeOptions quick_options() {
-  ProbeOptions options = probe_options_with(kSecret);
-  options.round_trips = 50;
-  options.small_messages = 8;
-  options.bulk_message_bytes = 1024 * 1024;
-  options.bulk_duration = 200ms;
-  return options;
-}
+ProbeOptions quick_options() { return short_probe_options(kSecret, 50, 8, 200ms); }
 
 // The server's first recorded session error, waiting for it (generous timeout).
 std::string first_server_error(const ProbeServer& server) {

@@ -46,6 +46,19 @@ inline ProbeOptions probe_options_with(const std::string& secret) {
   return options;
 }
 
+// A shorter measurement than the defaults: `round_trips` pings, `small_messages` small messages,
+// 1 MiB bulk messages for `bulk_duration`.
+inline ProbeOptions short_probe_options(const std::string& secret, int round_trips,
+                                        int small_messages,
+                                        std::chrono::milliseconds bulk_duration) {
+  ProbeOptions options = probe_options_with(secret);
+  options.round_trips = round_trips;
+  options.small_messages = small_messages;
+  options.bulk_message_bytes = 1024 * 1024;
+  options.bulk_duration = bulk_duration;
+  return options;
+}
+
 // The prober on loopback at `port`, as the peer `name`.
 inline ProbePeer loopback_peer(uint16_t port, const std::string& name = "gpu-node-2") {
   return {name, "127.0.0.1", port};

@@ -25,11 +25,7 @@ using namespace std::chrono_literals;
 const std::string kSecret = "tessel-probe-accuracy-secret-0123";
 
 ProbeOptions accuracy_options() {
-  ProbeOptions options = probe_options_with(kSecret);
-  options.round_trips = 100;
-  options.small_messages = 4;
-  options.bulk_message_bytes = 1024 * 1024;
-  options.bulk_duration = 2000ms;
+  ProbeOptions options = short_probe_options(kSecret, 100, 4, 2000ms);
   options.max_bytes = 2ull * 1024 * 1024 * 1024;
   return options;
 }
