@@ -163,11 +163,14 @@ void check_data_parallel(const DataParallelSpec& d, Checks& checks) {
   }
 }
 
-// links.shape and links.pairs by the rules the stage's parser applies (its topology form is the
+// links.shape, links.warmup and links.pairs by the rules the stage's parser applies (its topology form is the
 // launcher's, checked by the stage when it loads the topology).
 void check_links(const ordered_json& links, size_t ranks, Checks& checks) {
-  if (links.contains("shape") && !links["shape"].is_boolean()) {
-    checks.fail("links.shape", std::string("expected true or false, got ") + links["shape"].dump());
+  for (const char* flag : {"shape", "warmup"}) {
+    if (links.contains(flag) && !links[flag].is_boolean()) {
+      checks.fail(std::string("links.") + flag,
+                  std::string("expected true or false, got ") + links[flag].dump());
+    }
   }
   if (!links.contains("pairs")) return;
   const ordered_json& pairs = links["pairs"];

@@ -56,6 +56,9 @@ struct Options {
   // net.ipv4.tcp_congestion_control=cubic)
   std::vector<std::string> sysctls;
   bool trace = false;
+  // Also run the kernel's path without the transport's warm-up of long links (link_warmup.h),
+  // side by side.
+  bool without_warmup = false;
 };
 
 struct Row {
@@ -197,6 +200,8 @@ int main(int argc, char** argv) {
                  "key=value set in every site's namespace (repeatable), e.g. "
                  "net.ipv4.tcp_congestion_control=cubic");
   app.add_flag("--trace", o.trace, "write each run's trace.json (with --keep)");
+  app.add_flag("--without-warmup", o.without_warmup,
+               "also run the kernel's path with links.warmup false (no warm-up of long links)");
   CLI11_PARSE(app, argc, argv);
   for (const std::string& sysctl : o.sysctls) {
     if (sysctl.find('=') == std::string::npos || sysctl.find('\'') != std::string::npos) {
@@ -228,6 +233,7 @@ int main(int argc, char** argv) {
         return 77;
       }
       const std::string name = "rtt" + std::to_string(static_cast<int>(rtt));
+      const size_t first = rows.size();  // this round trip's runs, which train the same steps
       if (!o.kernel_only) {
         rows.push_back(run(variant, o, scratch / (name + "-user-space"), rtt, "user space", {}));
       }
@@ -241,13 +247,23 @@ int main(int argc, char** argv) {
       }
       emulator->run_in(0, "sysctl -n net.ipv4.tcp_congestion_control", congestion_control);
       const launcher::LocalNetwork network = emulated_network(topology, *emulator);
+      if (o.without_warmup) {
+        launcher::LocalNetwork cold = network;
+        cold.warm_up_links = false;
+        Row row;
+        emulator->call_in(emulator->size() - 1, [&] {
+          row = run(variant, o, scratch / (name + "-kernel-no-warmup"), rtt,
+                    "kernel (emulator), no warm-up", cold);
+        });
+        rows.push_back(std::move(row));
+      }
       Row kernel;
       emulator->call_in(emulator->size() - 1, [&] {
         kernel = run(variant, o, scratch / (name + "-kernel"), rtt, "kernel (emulator)", network);
       });
       rows.push_back(std::move(kernel));
-      if (!o.kernel_only) {
-        const std::string difference = loss_difference(rows[rows.size() - 2], rows.back());
+      for (size_t i = first + 1; i < rows.size(); ++i) {
+        const std::string difference = loss_difference(rows[first], rows[i]);
         if (!difference.empty()) {
           std::fprintf(stderr, "local_wan_bench: RTT %g ms: the losses differ: %s\n", rtt,
                        difference.c_str());

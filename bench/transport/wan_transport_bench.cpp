@@ -5,7 +5,7 @@
 // stream per link and once with the streams the transport chooses from the link's
 // bandwidth-delay product (stream_plan.h), side by side:
 // - the ring all-reduce of `--bytes` (busbw = size / time x 2(n-1)/n, the slowest rank's time,
-//   every rank starting at once (a thread barrier), mean over --iters after --warmup, every
+//   every rank starting at once (a thread barrier), median over --iters after --warmup, every
 //   element checked: #wrong), each iteration's time, and the CPU the process used (all ranks
 //   and the emulator's forwarder) and its busiest thread (the forwarder) used meanwhile;
 //   --timeline prints when rank 0 sent each chunk (its arrival schedule, SendTimeline);
@@ -20,7 +20,7 @@
 // Usage: wan_transport_bench [--ranks 2,4] [--rtt-ms 0,50,150,250] [--rate-mbit 1000]
 //        [--bytes N] [--iters 3] [--warmup 1] [--message-bytes N] [--messages 16]
 //        [--streams N (instead of the chosen)] [--no-slow-start-after-idle] [--queue-ms MS]
-//        [--timeline] [--no-single-stream] [--idle-ms MS] [--mtu N] [--offload]
+//        [--timeline] [--no-single-stream] [--idle-ms MS] [--mtu N] [--offload] [--warm-up-links]
 // Recorded results: bench/transport/results.md and docs/benchmarks.md.
 #include <time.h>
 #include <unistd.h>
@@ -68,11 +68,14 @@ struct BenchOptions {
   double idle_ms =
       0;  // the links idle this long before each all-reduce (a training step's compute)
   bool single_stream = true;  // measure 1 stream beside the chosen ones
+  // Warm every link before the first all-reduce (link_warmup.h); the transport warms only a
+  // pipeline's neighbours, so a data-parallel ring's links are not warmed by default.
+  bool warm_up_links = false;
 };
 
 struct Measured {
   std::string plan;                 // the streams and buffers of rank 0's link to rank 1
-  double allreduce_s = 0;           // mean of the slowest rank's time
+  double allreduce_s = 0;           // median of the slowest rank's time
   std::vector<double> iteration_s;  // the slowest rank's time, per timed iteration
   double busiest_thread_s = 0;      // the CPU time of its busiest thread, per timed iteration
   double cpu_s = 0;  // the process's CPU time (all threads: ranks, forwarder), per timed iteration
@@ -223,6 +226,11 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
           tcp.io_timeout = std::chrono::seconds(120);
           tcp.streams_per_link = streams;
           tcp.link_capacity.assign(n, o.rate_mbit * 1e6 / 8);
+          if (o.warm_up_links) {
+            for (int q = 0; q < n; ++q) {
+              if (q != r) tcp.warm_up_peers.push_back(q);
+            }
+          }
           tcp.log = [&](const std::string& line) {
             std::lock_guard lock(mu);
             std::fprintf(stderr, "%s\n", line.c_str());
@@ -310,9 +318,13 @@ Measured run(const tessel::wan::WanEmulator& wan, int n, int streams, const Benc
   for (int it = 0; it < o.iters; ++it) {
     double slowest = 0;
     for (int r = 0; r < n; ++r) slowest = std::max(slowest, times[r][it]);
-    out.allreduce_s += slowest / o.iters;
     out.iteration_s.push_back(slowest);
   }
+  std::vector<double> sorted = out.iteration_s;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t middle = sorted.size() / 2;
+  out.allreduce_s =
+      sorted.size() % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
   out.pipeline_s = std::chrono::duration<double>(last_recv - first_send).count();
   return out;
 }
@@ -351,6 +363,9 @@ int main(int argc, char** argv) {
                "set net.ipv4.tcp_slow_start_after_idle=0 in the namespaces");
   bool no_single_stream = false;
   app.add_flag("--no-single-stream", no_single_stream, "skip the 1-stream row");
+  app.add_flag("--warm-up-links", o.warm_up_links,
+               "warm every link's streams before the first all-reduce, as the transport warms a "
+               "pipeline's neighbours (link_warmup.h)");
   CLI11_PARSE(app, argc, argv);
   o.single_stream = !no_single_stream;
   o.slow_start_after_idle = !no_slow_start;

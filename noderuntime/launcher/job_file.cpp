@@ -112,6 +112,7 @@ nlohmann::ordered_json make_job_json(const LocalJob& job, const LocalPlan& plan,
   file.trace_pattern = paths.trace_pattern;
   file.links = {{"topology", paths.topology}, {"devices", plan.device_of_rank}};
   if (!paths.shape_links) file.links["shape"] = false;
+  if (!paths.warm_up_links) file.links["warmup"] = false;
   if (job.training.optimizer != stage::InnerOptimizer::kAdamW) {
     file.optimizer = stage::to_string(job.training.optimizer);
   }

@@ -28,6 +28,8 @@ struct JobFilePaths {
   std::vector<std::string> rank_hosts;
   // false: links."shape": false (noderuntime/stage/job_spec.h), nothing shaped in user space.
   bool shape_links = true;
+  // false: links."warmup": false.
+  bool warm_up_links = true;
 };
 
 // Throws LocalJobError when a value cannot go into the file (e.g. a path that is not UTF-8, or

@@ -210,6 +210,7 @@ LocalRunResult run_local_job(LocalJob job, const LocalRunOptions& options) {
     command_prefixes.push_back(device.command_prefix);
   }
   paths.shape_links = network.shape_links;
+  paths.warm_up_links = network.warm_up_links;
   result.links_shaped = network.shape_links;
   const std::string job_text = make_job_json(job, result.plan, paths, job_id).dump(2) + "\n";
   const fs::path job_path = dir / "job.json";

@@ -44,6 +44,8 @@ struct LocalNetwork {
   // joined by an emulator that the kernel's TCP sees): nothing is shaped in user space, and the
   // topology's bandwidths still size each link's TCP streams with the RTT the kernel measures.
   bool shape_links = true;
+  // false: no warm-up of long fat links' streams (links."warmup", transport/link_warmup.h).
+  bool warm_up_links = true;
 };
 
 struct LocalRunOptions {

@@ -302,7 +302,7 @@ transport::LinkEmulator parse_topology_links(const Section& l, int ranks) {
 void parse_links(const Section& root, const std::string& source, JobSpec& job) {
   if (!root.has("links")) return;
   const Section l = root.section("links");
-  l.allow({"topology", "devices", "default", "pairs", "shape"});
+  l.allow({"topology", "devices", "default", "pairs", "shape", "warmup"});
   const int n = job.layout.world_size();
   transport::LinkEmulator links(n);
   if (l.has("topology") || l.has("devices")) {
@@ -331,6 +331,7 @@ void parse_links(const Section& root, const std::string& source, JobSpec& job) {
   }
   job.links = links;
   job.shape_links = l.boolean("shape", true);
+  job.warm_up_links = l.boolean("warmup", true);
 }
 
 void parse_timeouts(const Section& root, JobSpec& job) {

@@ -161,6 +161,9 @@ struct JobSpec {
   // links."shape": false keeps `links` as what the network provides (its bandwidths size the TCP
   // streams) and shapes nothing in user space.
   bool shape_links = true;
+  // links."warmup": false sends no warm-up on long fat links (transport/link_warmup.h); for
+  // measuring what it does.
+  bool warm_up_links = true;
   std::chrono::milliseconds connect_timeout{60000};
   std::chrono::milliseconds io_timeout{300000};
   CheckpointSpec checkpoint;

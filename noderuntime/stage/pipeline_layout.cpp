@@ -64,6 +64,20 @@ std::vector<int> PipelineLayout::tie_group(int replica) const {
   return {rank(0, replica), rank(stages - 1, replica)};
 }
 
+std::vector<int> PipelineLayout::pipeline_neighbours(int rank) const {
+  const Tasklet t = tasklet_of(rank);
+  std::vector<int> neighbours;
+  const auto add = [&](int stage) {
+    if (stage != t.stage) neighbours.push_back(this->rank(stage, t.replica));
+  };
+  if (t.stage > 0) add(t.stage - 1);
+  if (t.stage + 1 < stages) add(t.stage + 1);
+  if (chunks > 1 && stages > 1) add(t.stage == 0 ? stages - 1 : t.stage == stages - 1 ? 0 : t.stage);
+  std::sort(neighbours.begin(), neighbours.end());
+  neighbours.erase(std::unique(neighbours.begin(), neighbours.end()), neighbours.end());
+  return neighbours;
+}
+
 std::vector<int> PipelineLayout::world() const {
   std::vector<int> all(world_size());
   std::iota(all.begin(), all.end(), 0);

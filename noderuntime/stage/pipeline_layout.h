@@ -45,6 +45,10 @@ struct PipelineLayout {
   // The ranks that hold a copy of the tied token table in one replica: its first and last
   // stage (one rank when there is one stage). They sum their copies' gradients.
   std::vector<int> tie_group(int replica) const;
+  // The ranks `rank` exchanges activations and their gradients with: its replica's previous and
+  // next stage, and with several chunks per stage (interleaved) the last and first stage too.
+  // In rank order, without repeats.
+  std::vector<int> pipeline_neighbours(int rank) const;
   std::vector<int> world() const;
 };
 

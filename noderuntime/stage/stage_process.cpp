@@ -78,6 +78,7 @@ std::unique_ptr<transport::TcpCommunicator> connect(const JobSpec& job, int rank
   }
   options.connect_timeout = job.connect_timeout;
   options.io_timeout = job.io_timeout;
+  if (job.warm_up_links) options.warm_up_peers = job.layout.pipeline_neighbours(rank);
   if (job.shape_links) {
     options.links = job.links;
   } else if (job.links) {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "noderuntime/transport/direct_all_reduce.h"
+#include "noderuntime/transport/link_warmup.h"
 #include "noderuntime/transport/mesh.h"
 #include "noderuntime/transport/transport_error.h"
 
@@ -106,6 +107,10 @@ TcpCommunicator::TcpCommunicator(TcpOptions options, const TcpListener& listener
                          options_.link_capacity,
                          options_.buffer_limits.value_or(read_socket_buffer_limits())};
   std::vector<MeshLink> links = establish_mesh(mesh, listener);
+  std::vector<std::string> names(options_.peers.size());
+  for (int p = 0; p < size(); ++p) names[p] = describe_peer(p, options_.peers[p]);
+  warm_up_links(links, options_.warm_up_peers, names,
+                std::chrono::steady_clock::now() + options_.connect_timeout);
   const bool slow_start_after_idle =
       options_.slow_start_after_idle.value_or(read_slow_start_after_idle());
   peers_.resize(options_.peers.size());

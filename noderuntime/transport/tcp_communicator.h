@@ -82,6 +82,13 @@ struct TcpOptions {
   // Whether net.ipv4.tcp_slow_start_after_idle is on, for the link lines; default: read when
   // connecting (read_slow_start_after_idle).
   std::optional<bool> slow_start_after_idle;
+  // The peers whose long fat links are warmed with a few windows of bulk data before the first
+  // message (link_warmup.h): a pipeline's neighbours, whose bursts of activations never teach
+  // bbr the link's rate (without it each 131 KB message was paced over ~80 ms at 150 ms). Not
+  // the data-parallel peers: their all-reduces are bulk and teach it themselves, and warming a
+  // 4-rank ring's links as well made its all-reduces lossier over the emulator. The two ends of
+  // a link must agree. Empty: none.
+  std::vector<int> warm_up_peers;
   size_t min_piece_bytes = kDefaultMinPieceBytes;  // see tcp_peer.h
   // The largest message a peer may send this rank (see tcp_peer.h); a bigger one fails its link.
   uint64_t max_message_bytes = kDefaultMaxMessageBytes;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/manifest_error.h"
 #include "api/stage_job_file.h"
 #include "noderuntime/stage/job_spec.h"
 
@@ -55,6 +56,24 @@ TEST(StageJobFileLinks, NoMeasuredPairsLeaveEveryLinkUnknown) {
   ASSERT_TRUE(job.links.has_value());
   for (int a = 0; a < 4; ++a)
     for (int b = 0; b < 4; ++b) EXPECT_FALSE(job.links->shape(a, b).shaped()) << a << " " << b;
+}
+
+TEST(StageJobFileLinks, WarmUpIsOnUnlessTheFileTurnsItOff) {
+  const api::TrainingJobSpec spec = api::load_trainingjob_file(kExample).spec;
+  api::StageJobFile file = ranks_on_nodes(2, 2);
+  file.links = api::unshaped_links_json({{0, 2, 0.9, 75.0}});
+  EXPECT_TRUE(parse_job_spec(api::stage_job_text(spec, file), "job.json").warm_up_links);
+  file.links["warmup"] = false;
+  EXPECT_FALSE(parse_job_spec(api::stage_job_text(spec, file), "job.json").warm_up_links);
+  file.links["warmup"] = "no";
+  try {
+    api::stage_job_text(spec, file);
+    ADD_FAILURE() << "a links.warmup that is not a boolean was written";
+  } catch (const api::ManifestError& e) {
+    EXPECT_NE(std::string(e.what()).find("links.warmup: expected true or false, got \"no\""),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // 64 ranks (8 stages x 8 replicas), each on its own node, every pair that shares a stage or a
