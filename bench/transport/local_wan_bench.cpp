@@ -10,14 +10,14 @@
 //   one more namespace, the hub's site, joined to every site by an unshaped link, where the
 //   ranks reach its rendezvous and progress servers.
 // For each round trip (--rtt-ms; every inter-site link of the job's topology gets RTT/2 one
-// way) it prints the measured iteration (the mean step time after the first, over --steps) and
+// way), or once with the topology's own links (--link-mix), it prints the measured iteration (the mean step time after the first, over --steps) and
 // the simulator's prediction for the run's placement (what `tessel local` prints), and the
 // streams of the cross-site link. Both runs of one round trip train the same steps from the
 // same seed: their losses must agree (else exit 1). Ranks of one site share a namespace, whose
 // traffic inside is not shaped (the topology's intra-site link is not emulated).
 // Needs root and /dev/net/tun; without them it says why and exits 77 (skipped).
 // Usage: local_wan_bench [--job examples/local/fables-wan.yaml] [--rtt-ms 0,150] [--steps 12]
-//        [--stage-binary PATH] [--keep] [--kernel-only] [--trace]
+//        [--link-mix] [--stage-binary PATH] [--keep] [--kernel-only] [--trace] [--without-warmup]
 //        [--sysctl key=value (in the sites' namespaces; repeatable)]
 // Recorded results: bench/transport/results.md.
 #include <CLI/CLI.hpp>
@@ -27,10 +27,12 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "noderuntime/launcher/launcher.h"
 #include "placement/atomic_file.h"
+#include "placement/limits.h"
 #include "placement/topology.h"
 #include "tests/support/wan/wan_emulator.h"
 
@@ -48,6 +50,9 @@ constexpr double kLossTolerance = 1e-5;
 struct Options {
   std::string job = TESSEL_SOURCE_DIR "/examples/local/fables-wan.yaml";
   std::vector<double> rtt_ms{0, 150};
+  // Run once with the topology's own links (each site pair its latency and bandwidth) instead
+  // of one round trip for all of them.
+  bool link_mix = false;
   int steps = 12;
   std::string stage_binary;
   bool keep = false;
@@ -62,7 +67,7 @@ struct Options {
 };
 
 struct Row {
-  double rtt_ms = 0;
+  std::string round_trip;  // "150 ms", or "the topology's" for --link-mix
   std::string links;
   launcher::LocalRunResult result;
   double mean_step_s = 0;  // after the first
@@ -139,7 +144,8 @@ std::string stream_lines(const launcher::LocalRunResult& result) {
   return lines.empty() ? "    (one stream per link, buffers autotuned)\n" : lines;
 }
 
-Row run(const launcher::LocalJob& job, const Options& o, const fs::path& dir, double rtt_ms,
+Row run(const launcher::LocalJob& job, const Options& o, const fs::path& dir,
+        const std::string& round_trip,
         const std::string& links, const launcher::LocalNetwork& network) {
   launcher::LocalRunOptions options;
   options.output_dir = dir.string();
@@ -150,7 +156,7 @@ Row run(const launcher::LocalJob& job, const Options& o, const fs::path& dir, do
   options.trace = o.trace;
   options.network = network;
   std::fprintf(stderr, "  running %s ...\n", dir.filename().c_str());
-  Row row{rtt_ms, links, launcher::run_local_job(job, options), 0, ""};
+  Row row{round_trip, links, launcher::run_local_job(job, options), 0, ""};
   if (row.result.status != launcher::RunStatus::kDone || row.result.steps.size() < 2) {
     throw std::runtime_error(dir.string() + ": the run did not finish: " + row.result.message);
   }
@@ -189,6 +195,8 @@ int main(int argc, char** argv) {
       "the WAN emulator, measured vs predicted"};
   app.add_option("--job", o.job, "the local job file (two sites or more)");
   app.add_option("--rtt-ms", o.rtt_ms, "round trips of the inter-site links")->delimiter(',');
+  app.add_flag("--link-mix", o.link_mix,
+               "one run with the topology's own inter-site links instead (--rtt-ms ignored)");
   app.add_option("--steps", o.steps, "steps per run (>= 2; the first is left out)")
       ->check(CLI::Range(2, 100000));
   app.add_option("--stage-binary", o.stage_binary,
@@ -221,8 +229,16 @@ int main(int argc, char** argv) {
   std::string congestion_control;  // in the sites' namespaces
   try {
     const launcher::LocalJob job = launcher::load_local_job(o.job);
-    for (const double rtt : o.rtt_ms) {
-      const launcher::LocalJob variant = with_rtt(job, rtt, scratch);
+    std::vector<std::pair<std::string, launcher::LocalJob>> variants;  // round trip, job
+    if (o.link_mix) {
+      variants.emplace_back("the topology's", job);
+    } else {
+      for (const double rtt : o.rtt_ms) {
+        variants.emplace_back(placement::number_text(rtt) + " ms", with_rtt(job, rtt, scratch));
+      }
+    }
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const auto& [round_trip, variant] = variants[v];
       const placement::Topology topology = placement::load_topology_file(variant.topology.file);
       std::unique_ptr<wan::WanEmulator> emulator;
       try {
@@ -232,10 +248,10 @@ int main(int argc, char** argv) {
         fs::remove_all(scratch);
         return 77;
       }
-      const std::string name = "rtt" + std::to_string(static_cast<int>(rtt));
+      const std::string name = "run" + std::to_string(v);
       const size_t first = rows.size();  // this round trip's runs, which train the same steps
       if (!o.kernel_only) {
-        rows.push_back(run(variant, o, scratch / (name + "-user-space"), rtt, "user space", {}));
+        rows.push_back(run(variant, o, scratch / (name + "-user-space"), round_trip, "user space", {}));
       }
       for (size_t site = 0; site + 1 < emulator->size(); ++site) {
         for (const std::string& sysctl : o.sysctls) {
@@ -252,21 +268,21 @@ int main(int argc, char** argv) {
         cold.warm_up_links = false;
         Row row;
         emulator->call_in(emulator->size() - 1, [&] {
-          row = run(variant, o, scratch / (name + "-kernel-no-warmup"), rtt,
+          row = run(variant, o, scratch / (name + "-kernel-no-warmup"), round_trip,
                     "kernel (emulator), no warm-up", cold);
         });
         rows.push_back(std::move(row));
       }
       Row kernel;
       emulator->call_in(emulator->size() - 1, [&] {
-        kernel = run(variant, o, scratch / (name + "-kernel"), rtt, "kernel (emulator)", network);
+        kernel = run(variant, o, scratch / (name + "-kernel"), round_trip, "kernel (emulator)", network);
       });
       rows.push_back(std::move(kernel));
       for (size_t i = first + 1; i < rows.size(); ++i) {
         const std::string difference = loss_difference(rows[first], rows[i]);
         if (!difference.empty()) {
-          std::fprintf(stderr, "local_wan_bench: RTT %g ms: the losses differ: %s\n", rtt,
-                       difference.c_str());
+          std::fprintf(stderr, "local_wan_bench: RTT %s: the losses differ: %s\n",
+                       round_trip.c_str(), difference.c_str());
           status = 1;
         }
       }
@@ -284,19 +300,19 @@ int main(int argc, char** argv) {
   for (const std::string& sysctl : o.sysctls) std::printf(", %s", sysctl.c_str());
   std::printf("\n\n");
   std::printf(
-      "| RTT ms | links | measured s | median s | predicted s | error | loss first -> last |\n");
+      "| RTT | links | measured s | median s | predicted s | error | loss first -> last |\n");
   std::printf("|---|---|---|---|---|---|---|\n");
   for (const Row& row : rows) {
     const double predicted = row.result.plan.simulation.iteration_s;
     const double median = row.result.measured_iteration_s.value_or(0);
-    std::printf("| %g | %s | %.3f | %.3f | %.3f | %+.1f%% | %.4f -> %.4f |\n", row.rtt_ms,
+    std::printf("| %s | %s | %.3f | %.3f | %.3f | %+.1f%% | %.4f -> %.4f |\n", row.round_trip.c_str(),
                 row.links.c_str(), row.mean_step_s, median, predicted,
                 100 * (predicted - row.mean_step_s) / row.mean_step_s,
                 row.result.steps.front().loss, row.result.steps.back().loss);
   }
   std::printf("\nstreams (each rank's transport):\n");
   for (const Row& row : rows) {
-    std::printf("  RTT %g ms, %s:\n%s", row.rtt_ms, row.links.c_str(), row.streams.c_str());
+    std::printf("  RTT %s, %s:\n%s", row.round_trip.c_str(), row.links.c_str(), row.streams.c_str());
   }
   if (o.keep) {
     std::printf("\nrun folders (reports, logs): %s\n", scratch.c_str());
