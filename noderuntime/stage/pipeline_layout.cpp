@@ -67,14 +67,16 @@ std::vector<int> PipelineLayout::tie_group(int replica) const {
 std::vector<int> PipelineLayout::pipeline_neighbours(int rank) const {
   const Tasklet t = tasklet_of(rank);
   std::vector<int> neighbours;
-  const auto add = [&](int stage) {
-    if (stage != t.stage) neighbours.push_back(this->rank(stage, t.replica));
-  };
+  const auto add = [&](int stage) { neighbours.push_back(this->rank(stage, t.replica)); };
   if (t.stage > 0) add(t.stage - 1);
   if (t.stage + 1 < stages) add(t.stage + 1);
-  if (chunks > 1 && stages > 1) add(t.stage == 0 ? stages - 1 : t.stage == stages - 1 ? 0 : t.stage);
+  // Interleaved: the last stage hands each chunk's output to the first stage's next chunk (with
+  // two stages they are neighbours already).
+  if (chunks > 1 && stages > 2) {
+    if (t.stage == 0) add(stages - 1);
+    if (t.stage == stages - 1) add(0);
+  }
   std::sort(neighbours.begin(), neighbours.end());
-  neighbours.erase(std::unique(neighbours.begin(), neighbours.end()), neighbours.end());
   return neighbours;
 }
 

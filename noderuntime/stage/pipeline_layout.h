@@ -47,7 +47,7 @@ struct PipelineLayout {
   std::vector<int> tie_group(int replica) const;
   // The ranks `rank` exchanges activations and their gradients with: its replica's previous and
   // next stage, and with several chunks per stage (interleaved) the last and first stage too.
-  // In rank order, without repeats.
+  // In rank order.
   std::vector<int> pipeline_neighbours(int rank) const;
   std::vector<int> world() const;
 };
