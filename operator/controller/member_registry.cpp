@@ -24,6 +24,7 @@ constexpr char kProberNodeIndex[] = "prober-node";
 
 struct MemberInformers {
   kube::ClusterConfig config;
+  kube::Clock::time_point started = kube::Clock::real().now();
   std::shared_ptr<kube::Client> client;  // declared before the informers: outlives them
   std::unique_ptr<kube::SharedInformer> nodes;
   std::unique_ptr<kube::SharedInformer> hub_pods;    // this hub's pods, every phase
@@ -398,6 +399,10 @@ std::shared_ptr<const MemberView> MemberRegistry::view(const std::string& name,
   v->synced = entry.informers->nodes->has_synced() && entry.informers->hub_pods->has_synced() &&
               entry.informers->bound_pods->has_synced();
   v->reachable = reachable(*entry.informers);
+  v->first_list_pending =
+      !v->synced && (v->reachable.status != "False" ||
+                     kube::Clock::real().now() - entry.informers->started <
+                         options_.unreachable_after);
   v->informers = entry.informers;
   return v;
 }

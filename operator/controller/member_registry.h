@@ -43,6 +43,11 @@ struct MemberView {
   // Reachable as the MemberCluster shows it: False while its informers have failed for
   // Options::unreachable_after (their caches then hold what was last seen).
   Condition reachable;
+  // Not synced, and still connecting or started less than Options::unreachable_after ago: its
+  // caches do not show yet what the member holds (the operator has just started, or the member
+  // was just added), so the absence of a pod there says nothing. A member that has failed since
+  // it started for that long is unreachable, as one that stops answering is.
+  bool first_list_pending = false;
 
   // Every Node of the member.
   std::vector<nlohmann::json> nodes() const;

@@ -161,6 +161,14 @@ std::set<std::string> TrainingJobReconciler::unreachable_members() const {
   return out;
 }
 
+std::vector<std::string> TrainingJobReconciler::members_not_listed() const {
+  std::vector<std::string> out;
+  for (const std::shared_ptr<const MemberView>& member : members_.members()) {
+    if (member->first_list_pending) out.push_back(member->name);
+  }
+  return out;
+}
+
 void TrainingJobReconciler::note_member_reachability(const api::TrainingJob& job, json& status,
                                                      const std::vector<TaskletPlace>& tasklets) {
   std::set<std::string> clusters;

@@ -142,6 +142,10 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     return write_status(object, std::move(status), {});
   }
 
+  // Nothing below may read a member's missing pod as gone before its caches have listed: an
+  // operator that has just started would fail a running job (PodsGone) or start a second copy
+  // of one elsewhere while the first still runs there.
+  if (!members_not_listed().empty()) return {.requeue_after = std::chrono::milliseconds(500)};
   const auto pods = pods_of(uid);
   // Pods in a member that does not answer are what its cache last showed: they neither hold up
   // a new attempt elsewhere nor can they be deleted until it answers (each reconcile tries).

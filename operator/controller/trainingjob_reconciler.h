@@ -153,6 +153,8 @@ class TrainingJobReconciler {
       const std::map<std::string, std::vector<nlohmann::json>>& pods) const;
   // The members whose informers have failed for a while (MemberView::reachable False).
   std::set<std::string> unreachable_members() const;
+  // The members whose caches have not listed yet (MemberView::first_list_pending).
+  std::vector<std::string> members_not_listed() const;
   // The status that ends the job's reporting (Succeeded, or Suspended with its pods gone), then
   // its progress let go, once written.
   kube::ReconcileResult write_final_status(const std::string& key, const nlohmann::json& job,

@@ -174,31 +174,11 @@ class TrainingJobReconcilerTest : public ::testing::Test {
 
     hub_client_ = hub_->client();
     hub_client_->register_resource(jobs_);
-    MemberRegistry::Options options;
-    options.operator_namespace = ns_;
-    options.hub_id = run_;
-    options.client = TestCluster::unlimited();
     // Soon, for the unreachable-member cases; longer than any hold of the pod caches below.
-    options.unreachable_after = std::chrono::seconds(5);
-    // A hold of the pod caches fails the informers' lists for as long as it lasts; with
-    // client-go's backoff (up to 30 s, doubled by jitter) they could then take longer to catch
-    // up than sync_members waits on a loaded machine.
-    options.reflector_backoff.cap = std::chrono::seconds(1);
-    registry_ = std::make_unique<MemberRegistry>(options, nullptr, nullptr);
+    registry_ = make_registry(std::chrono::seconds(5));
     for (int i = 0; i < 2; ++i) {
-      const json member = {{"apiVersion", "tessel.dev/v1alpha1"},
-                           {"kind", "MemberCluster"},
-                           {"metadata", {{"name", kMembers[i]}}},
-                           {"spec",
-                            {{"kubeconfigSecretRef", {{"name", std::string(kMembers[i]) + "-kc"}}},
-                             {"region", kRegions[i]}}}};
-      const json secret = {
-          {"apiVersion", "v1"},
-          {"kind", "Secret"},
-          {"metadata", {{"name", std::string(kMembers[i]) + "-kc"}, {"namespace", ns_}}},
-          {"data",
-           {{"kubeconfig", kube::base64_encode(members_[i]->self_contained_kubeconfig())}}}};
-      const MemberConnection connection = registry_->update(kMembers[i], &member, &secret);
+      const json secret = kubeconfig_secret(i, members_[i]->self_contained_kubeconfig());
+      const MemberConnection connection = connect_member(*registry_, i, secret);
       ASSERT_TRUE(connection.config) << connection.reachable.message;
     }
     ASSERT_TRUE(eventually([&] {
@@ -216,14 +196,54 @@ class TrainingJobReconcilerTest : public ::testing::Test {
     make_reconciler();
   }
 
-  void make_reconciler(std::chrono::milliseconds status_interval = 0ms) {
+  // A member registry as the operator's (this run's hub id, the test clusters' client), with no
+  // member yet.
+  std::unique_ptr<MemberRegistry> make_registry(std::chrono::seconds unreachable_after) const {
+    MemberRegistry::Options options;
+    options.operator_namespace = ns_;
+    options.hub_id = run_;
+    options.client = TestCluster::unlimited();
+    options.unreachable_after = unreachable_after;
+    // A hold of the pod caches fails the informers' lists for as long as it lasts; with
+    // client-go's backoff (up to 30 s, doubled by jitter) they could then take longer to catch
+    // up than sync_members waits on a loaded machine.
+    options.reflector_backoff.cap = std::chrono::seconds(1);
+    return std::make_unique<MemberRegistry>(options, nullptr, nullptr);
+  }
+
+  // The kubeconfig Secret of member `m` (kMembers[m]) holding `kubeconfig`.
+  json kubeconfig_secret(int m, const std::string& kubeconfig) const {
+    return {{"apiVersion", "v1"},
+            {"kind", "Secret"},
+            {"metadata", {{"name", std::string(kMembers[m]) + "-kc"}, {"namespace", ns_}}},
+            {"data", {{"kubeconfig", kube::base64_encode(kubeconfig)}}}};
+  }
+
+  // Member `m`'s MemberCluster given to `registry` with `secret` as its kubeconfig.
+  static MemberConnection connect_member(MemberRegistry& registry, int m, const json& secret) {
+    const json member = {{"apiVersion", "tessel.dev/v1alpha1"},
+                         {"kind", "MemberCluster"},
+                         {"metadata", {{"name", kMembers[m]}}},
+                         {"spec",
+                          {{"kubeconfigSecretRef", {{"name", std::string(kMembers[m]) + "-kc"}}},
+                           {"region", kRegions[m]}}}};
+    return registry.update(kMembers[m], &member, &secret);
+  }
+
+  // The operator's reconciler on `registry`'s members.
+  std::unique_ptr<TrainingJobReconciler> reconciler_on(
+      MemberRegistry& registry, std::chrono::milliseconds status_interval = 0ms) {
     TrainingJobReconcilerOptions options;
     options.hub_id = run_;
     options.stage_service_address = kStageService;
     options.ca_pem = kCaPem;
     options.status_interval = status_interval;
-    reconciler_ = std::make_unique<TrainingJobReconciler>(*hub_client_, jobs_, informer_->store(),
-                                                          *registry_, stages_, *recorder_, options);
+    return std::make_unique<TrainingJobReconciler>(*hub_client_, jobs_, informer_->store(),
+                                                   registry, stages_, *recorder_, options);
+  }
+
+  void make_reconciler(std::chrono::milliseconds status_interval = 0ms) {
+    reconciler_ = reconciler_on(*registry_, status_interval);
   }
 
   void TearDown() override {
