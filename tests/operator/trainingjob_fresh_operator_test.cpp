@@ -8,14 +8,26 @@
 namespace tessel::controller::reconciler_test {
 namespace {
 
-using FreshOperator = TrainingJobReconcilerTest;
-
-// Member `m`'s kubeconfig with its server replaced.
-std::string kubeconfig_at(const TestCluster& member, const std::string& server) {
-  json config = json::parse(member.self_contained_kubeconfig());
-  config["clusters"][0]["cluster"]["server"] = server;
-  return config.dump();
-}
+class FreshOperator : public TrainingJobReconcilerTest {
+ protected:
+  // The member registry of an operator that has just started: member-a's kubeconfig names
+  // `member_a_server` instead of member-a's API server; member-b has listed.
+  std::unique_ptr<MemberRegistry> fresh_registry(std::chrono::seconds unreachable_after,
+                                                 const std::string& member_a_server) {
+    std::unique_ptr<MemberRegistry> fresh = make_registry(unreachable_after);
+    json config = json::parse(members_[0]->self_contained_kubeconfig());
+    config["clusters"][0]["cluster"]["server"] = member_a_server;
+    EXPECT_TRUE(connect_member(*fresh, 0, kubeconfig_secret(0, config.dump())).config);
+    EXPECT_TRUE(
+        connect_member(*fresh, 1, kubeconfig_secret(1, members_[1]->self_contained_kubeconfig()))
+            .config);
+    EXPECT_TRUE(eventually([&] {
+      const auto view = fresh->member(kMembers[1]);
+      return view && view->synced;
+    })) << "member-b did not sync";
+    return fresh;
+  }
+};
 
 // A job starting in member-a when the operator restarts; the new operator's member-a hangs
 // (its first list is still due), member-b has room for the whole job. Before the fix the new
@@ -30,17 +42,9 @@ TEST_F(FreshOperator, AMemberNotListedYetHoldsTheJobUntilItHasListed) {
 
   auto silent = std::make_unique<member_testing::SilentServer>();
   // Far longer than the test: member-a's list stays due however long it hangs or fails.
-  const std::unique_ptr<MemberRegistry> fresh = make_registry(std::chrono::seconds(600));
-  ASSERT_TRUE(connect_member(*fresh, 0, kubeconfig_secret(0, kubeconfig_at(*members_[0],
-                                                                           silent->url())))
-                  .config);
-  ASSERT_TRUE(
-      connect_member(*fresh, 1, kubeconfig_secret(1, members_[1]->self_contained_kubeconfig()))
-          .config);
-  ASSERT_TRUE(eventually([&] {
-    const auto view = fresh->member(kMembers[1]);
-    return view && view->synced;
-  })) << "member-b did not sync";
+  const std::unique_ptr<MemberRegistry> fresh =
+      fresh_registry(std::chrono::seconds(600), silent->url());
+  ASSERT_FALSE(HasFailure());
   ASSERT_TRUE(fresh->member(kMembers[0])->first_list_pending);
   const std::unique_ptr<TrainingJobReconciler> restarted = reconciler_on(*fresh);
 
@@ -86,17 +90,9 @@ TEST_F(FreshOperator, AMemberNotListedYetHoldsTheJobUntilItHasListed) {
 // placed in the member that answers.
 TEST_F(FreshOperator, AMemberThatNeverListsHoldsNoJobPastUnreachableAfter) {
   add_node(1, "b1", 2);
-  const std::unique_ptr<MemberRegistry> fresh = make_registry(std::chrono::seconds(1));
-  ASSERT_TRUE(connect_member(*fresh, 0, kubeconfig_secret(0, kubeconfig_at(*members_[0],
-                                                                           "https://127.0.0.1:1")))
-                  .config);
-  ASSERT_TRUE(
-      connect_member(*fresh, 1, kubeconfig_secret(1, members_[1]->self_contained_kubeconfig()))
-          .config);
-  ASSERT_TRUE(eventually([&] {
-    const auto view = fresh->member(kMembers[1]);
-    return view && view->synced;
-  })) << "member-b did not sync";
+  const std::unique_ptr<MemberRegistry> fresh =
+      fresh_registry(std::chrono::seconds(1), "https://127.0.0.1:1");
+  ASSERT_FALSE(HasFailure());
   const std::unique_ptr<TrainingJobReconciler> restarted = reconciler_on(*fresh);
 
   create_job(job_manifest("late", 2, 1));
