@@ -1,12 +1,17 @@
 // tessel-stage: one tasklet (a pipeline stage of one data-parallel replica) of a training job.
 //   tessel-stage --job job.json --rank R [--device cpu|cuda|auto] [--no-overlap]
+//                [--termination-log PATH]
 // --device chooses the backend of its chunks (device_choice.h; auto by default).
 // --no-overlap overrides the job's schedule.overlap (for benchmarks of the overlap itself).
+// --termination-log: the pod's terminationMessagePath (the operator gives it): how the process
+// ended, which the kubelet copies into the pod's status (ProgressReporter::termination_message).
 // job.json is described in job_spec.h, the progress events and exit status in stage_process.h.
 // Progress goes over gRPC to the job's progress.address, or as JSON lines to stdout.
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -49,13 +54,16 @@ void install_stop_handlers() {
 
 constexpr const char* kUsage =
     "usage: tessel-stage --job JOB.json --rank R [--device cpu|cuda|auto] [--no-overlap]\n"
+    "                    [--termination-log PATH]\n"
     "  Runs rank R of the training job described by JOB.json. Progress goes to the job's\n"
     "  progress.address over gRPC, or as one JSON line per event on stdout when it has none.\n"
     "  SIGTERM/SIGINT stop every rank after the current step.\n"
     "  --device: cpu (fp32), cuda (bf16 mixed precision on the GPU), or auto (the default:\n"
     "  cuda for a bf16 job when a GPU is usable, else cpu). The choice is said on stderr.\n"
     "  --no-overlap: wait for every communication at once, all-reduce after the backward\n"
-    "  (every rank of the job must be given the same choice).\n";
+    "  (every rank of the job must be given the same choice).\n"
+    "  --termination-log: at exit, write there how training ended (the final step, loss and\n"
+    "  checkpoint) or the error: a pod's terminationMessagePath.\n";
 
 // Why this process cannot run CUDA kernels, or nullopt when it can.
 std::optional<std::string> gpu_unavailable() {
@@ -92,6 +100,18 @@ tessel::stage::IslandLevelsFactory island_levels(tessel::stage::Device device,
   return {};
 }
 
+// Written before the progress is flushed: the message holds even when the flush times out.
+// A failure is said, and does not change the exit status (training's outcome).
+void write_termination_log(const std::string& path, const std::string& message, int rank) {
+  std::ofstream out(path, std::ios::trunc);
+  out << message;
+  out.close();
+  if (!out) {
+    std::cerr << "tessel-stage rank " << rank << ": --termination-log: cannot write " << path
+              << ": " << std::strerror(errno) << '\n';
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -99,6 +119,7 @@ int main(int argc, char** argv) {
   std::string job_path;
   std::string rank_text;
   std::string device_text = "auto";
+  std::string termination_log;
   bool no_overlap = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -110,8 +131,12 @@ int main(int argc, char** argv) {
       no_overlap = true;
       continue;
     }
-    if ((arg == "--job" || arg == "--rank" || arg == "--device") && i + 1 < argc) {
-      (arg == "--job" ? job_path : arg == "--rank" ? rank_text : device_text) = argv[++i];
+    if ((arg == "--job" || arg == "--rank" || arg == "--device" || arg == "--termination-log") &&
+        i + 1 < argc) {
+      (arg == "--job"      ? job_path
+       : arg == "--rank"   ? rank_text
+       : arg == "--device" ? device_text
+                           : termination_log) = argv[++i];
       continue;
     }
     std::cerr << "tessel-stage: unexpected argument '" << arg << "'\n" << kUsage;
@@ -167,6 +192,8 @@ int main(int argc, char** argv) {
     std::cerr << "tessel-stage rank " << rank << ": device " << to_string(device.device) << ": "
               << e.what() << '\n';
   }
+  if (!termination_log.empty())
+    write_termination_log(termination_log, progress->termination_message(), rank);
   if (!progress->flush(std::chrono::seconds(10))) {
     std::cerr << "tessel-stage rank " << rank << ": progress: the last events did not reach "
               << job.progress_address << " within 10 s\n";

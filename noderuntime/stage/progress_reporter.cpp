@@ -1,5 +1,6 @@
 #include "noderuntime/stage/progress_reporter.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "proto/progress/step_metrics.h"
@@ -9,7 +10,42 @@ namespace tessel::stage {
 void ProgressReporter::report(pb::StageEvent event) {
   *event.mutable_tasklet() = tasklet_;
   event.set_sequence(++sequence_);
+  note_final(event);
   send(std::move(event));
+}
+
+void ProgressReporter::note_final(const pb::StageEvent& event) {
+  switch (event.event_case()) {
+    case pb::StageEvent::kStarted:
+      // The step it resumed from is a checkpoint the rank holds (as the operator's fold has it).
+      if (event.started().has_resumed_from()) checkpoint_step_ = event.started().resumed_from();
+      break;
+    case pb::StageEvent::kStep:
+      last_step_ = event.step().step();
+      last_loss_ = event.step().loss();
+      break;
+    case pb::StageEvent::kCheckpoint:
+      checkpoint_step_ = std::max(checkpoint_step_, event.checkpoint().step());
+      break;
+    case pb::StageEvent::kDone: {
+      progress::FinalFigures figures;
+      figures.step = event.done().step();
+      if (last_step_ == figures.step) figures.loss = last_loss_;
+      figures.last_checkpoint_step = checkpoint_step_;
+      done_ = figures;
+      break;
+    }
+    case pb::StageEvent::kError:
+      failure_ = event.error().message();
+      break;
+    default:
+      break;
+  }
+}
+
+std::string ProgressReporter::termination_message() const {
+  if (done_) return progress::termination_message(*done_);
+  return failure_.substr(0, progress::kMaxTerminationMessageBytes);
 }
 
 void JsonLinesReporter::send(pb::StageEvent event) {

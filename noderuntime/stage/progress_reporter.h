@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <ostream>
+#include <string>
 
+#include "proto/progress/termination_message.h"
 #include "tessel/v1alpha1/progress.pb.h"
 
 namespace tessel::stage {
@@ -29,12 +32,25 @@ class ProgressReporter {
 
   const pb::Tasklet& tasklet() const { return tasklet_; }
 
+  // What the pod's termination message says of this process (main.cpp writes it at exit): the
+  // final figures (proto/progress/termination_message.h) once a done event was reported, the
+  // message of an error event, else "" (stopped, or nothing reported).
+  std::string termination_message() const;
+
  protected:
   virtual void send(pb::StageEvent event) = 0;
 
  private:
+  // Notes what the event says for termination_message().
+  void note_final(const pb::StageEvent& event);
+
   pb::Tasklet tasklet_;
   uint64_t sequence_ = 0;
+  int64_t last_step_ = -1;  // of the newest step event
+  double last_loss_ = 0;    // its loss
+  int64_t checkpoint_step_ = -1;
+  std::optional<progress::FinalFigures> done_;
+  std::string failure_;
 };
 
 // One JSON object per line, flushed at once:

@@ -57,6 +57,17 @@ std::string failure(const json& status) {
   return reason + ": " + message;
 }
 
+// The stage container's termination message ("" when it has none).
+std::string stage_termination_message(const json& status) {
+  for (const json& container : status.value("containerStatuses", json::array())) {
+    if (container.value("name", "") != kStageContainerName) continue;
+    return container.value("state", json::object())
+        .value("terminated", json::object())
+        .value("message", "");
+  }
+  return "";
+}
+
 }  // namespace
 
 bool GangState::all_running() const {
@@ -85,7 +96,10 @@ GangState observe_gang(const std::vector<TaskletPlace>& tasklets, const std::str
     const std::string phase = status.value("phase", "");
     const bool deleting = pod->value("metadata", json::object()).contains("deletionTimestamp");
     if (phase == "Running" && !deleting) ++state.running;
-    if (phase == "Succeeded") ++state.succeeded;
+    if (phase == "Succeeded") {
+      ++state.succeeded;
+      state.termination_messages.push_back(stage_termination_message(status));
+    }
     std::string bound = pod->value("spec", json::object()).value("nodeName", "");
     if (phase == "Failed" && !state.failed) {
       state.failed = tasklet.cluster + "/" + name + ": " + failure(status);

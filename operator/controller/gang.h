@@ -36,6 +36,9 @@ struct GangState {
   // done), "<cluster>/<pod> on node <node>", and those nodes, each once, in rank order.
   std::vector<std::string> on_lost_nodes;
   std::vector<NodeRef> lost;
+  // The stage container's termination message of each Succeeded pod, in rank order ("" where
+  // it left none): the final figures of training (proto/progress/termination_message.h).
+  std::vector<std::string> termination_messages;
 
   // Every pod has started and none failed: each Running, or already Succeeded (a short job's
   // early finisher is not a start that failed).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "proto/progress/termination_message.h"
+
 namespace tessel::controller {
 
 std::string format_eta(double seconds) {
@@ -27,6 +29,10 @@ double shown(double value) {
   return std::round(value * scale) / scale;
 }
 
+// A loss to four decimals: what a person reads in `kubectl get trainingjobs` (the full value is
+// in the stage logs and /metrics).
+double shown_loss(double loss) { return std::round(loss * 1e4) / 1e4; }
+
 nlohmann::json stages_status(const std::vector<StageFigures>& stages) {
   nlohmann::json out = nlohmann::json::array();
   for (const StageFigures& s : stages) {
@@ -49,9 +55,7 @@ nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
   const int64_t step = std::max<int64_t>(progress.step, 0);
   out["step"] = step;
   out["totalSteps"] = total_steps;
-  // Four decimals: what a person reads in `kubectl get trainingjobs` (and the full value is in
-  // the stage logs and /metrics).
-  if (std::isfinite(progress.loss)) out["loss"] = std::round(progress.loss * 1e4) / 1e4;
+  if (std::isfinite(progress.loss)) out["loss"] = shown_loss(progress.loss);
   const double rate =
       std::isfinite(progress.tokens_per_s) ? std::max(0.0, progress.tokens_per_s) : 0.0;
   out["tokensPerSecond"] = static_cast<int64_t>(std::llround(rate));
@@ -69,15 +73,53 @@ bool training_finished(const JobProgress& progress) {
   return progress.world_size > 0 && progress.done == progress.world_size;
 }
 
+std::optional<FinishedFigures> finished_figures(const std::vector<std::string>& messages) {
+  std::optional<FinishedFigures> out;
+  for (const std::string& message : messages) {
+    const std::optional<progress::FinalFigures> rank = progress::parse_termination_message(message);
+    if (!rank) return std::nullopt;
+    if (!out) {
+      out = FinishedFigures{rank->step, rank->loss, rank->last_checkpoint_step};
+      continue;
+    }
+    if (rank->step < out->step) {
+      out->step = rank->step;
+      out->loss = rank->loss;
+    } else if (rank->step == out->step && !std::isfinite(out->loss)) {
+      out->loss = rank->loss;  // the same on every rank that trained the step
+    }
+    out->last_checkpoint_step = std::min(out->last_checkpoint_step, rank->last_checkpoint_step);
+  }
+  return out;
+}
+
 std::optional<nlohmann::json> final_progress_status(const std::optional<JobProgress>& progress,
                                                     const nlohmann::json& shown,
+                                                    const std::optional<FinishedFigures>& finished,
                                                     int64_t total_steps, double tokens_per_step,
                                                     const std::string& now) {
   const bool has_shown =
       shown.is_object() && shown.contains("step") && shown["step"].is_number_integer();
   const int64_t shown_step = has_shown ? shown["step"].get<int64_t>() : -1;
-  if (progress && progress->step >= 0 && progress->step >= shown_step) {
+  const int64_t finished_step = finished ? finished->step : -1;
+  if (progress && progress->step >= 0 && progress->step >= std::max(shown_step, finished_step)) {
     return progress_status(*progress, total_steps, tokens_per_step, now);
+  }
+  if (finished && finished->step > shown_step) {
+    nlohmann::json out = has_shown ? shown : nlohmann::json::object();
+    out.erase("eta");  // the run is over
+    out["step"] = finished->step;
+    out["totalSteps"] = total_steps;
+    if (std::isfinite(finished->loss)) {
+      out["loss"] = shown_loss(finished->loss);
+    } else {
+      out.erase("loss");  // the shown loss is another step's
+    }
+    if (finished->last_checkpoint_step >= 0) {
+      out["lastCheckpointStep"] = finished->last_checkpoint_step;
+    }
+    out["updatedAt"] = now;
+    return out;
   }
   if (!has_shown) return std::nullopt;
   nlohmann::json kept = shown;

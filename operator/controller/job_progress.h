@@ -72,15 +72,31 @@ nlohmann::json progress_status(const JobProgress& progress, int64_t total_steps,
 // checkpoint before it said so), whatever becomes of the pods as they exit.
 bool training_finished(const JobProgress& progress);
 
-// status.progress that ends a run (Succeeded, or Suspended with its pods gone): the gathered
-// progress when it holds a step at least as far as the one `shown` (the status' progress) has,
-// else `shown` as it is, without an eta. The gathered progress can be behind the status: an
-// operator that restarted or took over after the stages' last reports holds only what the
-// stages sent since, and a rank that sent nothing since leaves the job's step unknown (-1); the
-// status then keeps the last step it showed with that step's own loss, rather than step 0 or a
-// step paired with another step's loss. nullopt when there is neither.
+// Where training ended, from the termination messages the stage pods of a finished run left
+// (GangState::termination_messages): the least step of the ranks, that step's loss (NaN when
+// no rank that ended there trained it) and the least last checkpoint. nullopt unless every rank
+// left final figures (a message from another program, or none, says nothing of the job).
+struct FinishedFigures {
+  int64_t step = 0;
+  double loss = std::numeric_limits<double>::quiet_NaN();
+  int64_t last_checkpoint_step = -1;
+};
+std::optional<FinishedFigures> finished_figures(const std::vector<std::string>& messages);
+
+// status.progress that ends a run (Succeeded, or Suspended with its pods gone), from the furthest
+// of three readings:
+//  - the gathered progress, when its step is at least as far as the others';
+//  - else the pods' final figures (`finished`), when they are past the status' step: `shown`
+//    with that step, its loss (none when unknown) and last checkpoint;
+//  - else `shown` (the status' progress) as it is.
+// Never with an eta. The gathered progress can be behind: an operator that restarted or took
+// over after the stages' last reports holds only what the stages sent since, and a rank that
+// sent nothing since leaves the job's step unknown (-1). The status then shows the pods' final
+// figures, or keeps the last step it showed with that step's own loss, rather than step 0 or a
+// step paired with another step's loss. nullopt when there is none of the three.
 std::optional<nlohmann::json> final_progress_status(const std::optional<JobProgress>& progress,
                                                     const nlohmann::json& shown,
+                                                    const std::optional<FinishedFigures>& finished,
                                                     int64_t total_steps, double tokens_per_step,
                                                     const std::string& now);
 

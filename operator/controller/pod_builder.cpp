@@ -104,11 +104,16 @@ json stage_config_map(const StageObjectsInput& input) {
 json stage_container(const StageObjectsInput& input, const TaskletPlace& tasklet) {
   const api::TrainingJobSpec& spec = input.job->spec;
   const json& tpl = spec.pod_template;
-  json container = {
-      {"name", kStageContainerName},
-      {"image", tpl.value("image", input.default_image)},
-      // The image's entrypoint is tessel-stage.
-      {"args", {"--job", kJobFilePath, "--rank", str(tasklet.rank), "--device", "auto"}}};
+  json container = {{"name", kStageContainerName},
+                    {"image", tpl.value("image", input.default_image)},
+                    // The image's entrypoint is tessel-stage.
+                    {"args",
+                     {"--job", kJobFilePath, "--rank", str(tasklet.rank), "--device", "auto",
+                      "--termination-log", kTerminationMessagePath}},
+                    // The final figures the stage leaves there outlive an operator that missed its
+                    // last progress events (proto/progress/termination_message.h).
+                    {"terminationMessagePath", kTerminationMessagePath},
+                    {"terminationMessagePolicy", "File"}};
   if (tpl.contains("imagePullPolicy")) container["imagePullPolicy"] = tpl["imagePullPolicy"];
 
   json resources = tpl.value("resources", json::object());

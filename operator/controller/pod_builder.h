@@ -31,6 +31,9 @@ inline constexpr const char* kStageTokenFromJobFile = "../stage/token";
 inline constexpr const char* kStageCaFromJobFile = "../stage/ca.crt";
 // The env variable holding the address a stage advertises (job.json's advertise_env).
 using api::kPodIpVariable;
+// Where the stage writes how it ended (tessel-stage --termination-log): Kubernetes' default
+// terminationMessagePath, set on the container all the same so that the two cannot drift.
+inline constexpr const char* kTerminationMessagePath = "/dev/termination-log";
 // The stage pod's container, and the two volumes tessel adds beside the template's.
 inline constexpr const char* kStageContainerName = "stage";
 using api::kJobFileVolume;

@@ -178,8 +178,9 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
     // What the stages reported up to their exit (the checkpoint each wrote as it stopped), before
     // the job's progress is let go: it says where training resumes.
     if (std::optional<json> last = final_progress_status(
-            stages_.progress(key), status.value("progress", json()), job.spec.training.steps,
-            double(job.spec.global_batch) * job.spec.model.seq_len, now_text())) {
+            stages_.progress(key), status.value("progress", json()), std::nullopt,
+            job.spec.training.steps, double(job.spec.global_batch) * job.spec.model.seq_len,
+            now_text())) {
       status["progress"] = std::move(*last);
     }
     std::string message = "The stage pods are stopped";
@@ -211,7 +212,7 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   if (active) {
     if (const std::optional<JobProgress> reported = stages_.progress(key);
         reported && training_finished(*reported)) {
-      return succeed(job, status, reported, reported->world_size);
+      return succeed(job, status, reported, std::nullopt, reported->world_size);
     }
   }
   // A failed attempt not yet replaced: a node of it found not Ready since is the cause.
@@ -316,7 +317,10 @@ kube::ReconcileResult TrainingJobReconciler::reconcile(const std::string& key) {
   if (options_.on_progress) options_.on_progress(key, progress ? &*progress : nullptr);
   const double tokens_per_step = double(job.spec.global_batch) * job.spec.model.seq_len;
 
-  if (gang.all_succeeded()) return succeed(job, status, progress, gang.expected);
+  if (gang.all_succeeded()) {
+    return succeed(job, status, progress, finished_figures(gang.termination_messages),
+                   gang.expected);
+  }
   if (!gang.lost.empty()) {
     std::vector<std::string> nodes;
     for (const NodeRef& n : gang.lost)

@@ -127,9 +127,11 @@ class TrainingJobReconciler {
   // for kExcludedNodeTtl, with `reason`.
   void exclude_nodes(nlohmann::json& status, const std::vector<NodeRef>& nodes,
                      const std::string& reason);
-  // Succeeded, with the final progress (final_progress_status); `ranks` for the message.
+  // Succeeded, with the final progress (final_progress_status, `finished` from the pods'
+  // termination messages); `ranks` for the message.
   kube::ReconcileResult succeed(const api::TrainingJob& job, nlohmann::json& status,
-                                const std::optional<JobProgress>& progress, int ranks);
+                                const std::optional<JobProgress>& progress,
+                                const std::optional<FinishedFigures>& finished, int ranks);
   // A job whose attempt failed (Degraded True, for another reason than NodeNotReady) and was not
   // replaced yet: when a node of that attempt's placement is not Ready now, the node is the
   // cause. The reason becomes NodeNotReady naming it (the first reason kept in the message) and

@@ -12,6 +12,7 @@ using namespace trainingjob;
 
 kube::ReconcileResult TrainingJobReconciler::succeed(const api::TrainingJob& job, json& status,
                                                      const std::optional<JobProgress>& progress,
+                                                     const std::optional<FinishedFigures>& finished,
                                                      int ranks) {
   const json& object = job.object;
   const int64_t generation = job.generation;
@@ -19,7 +20,7 @@ kube::ReconcileResult TrainingJobReconciler::succeed(const api::TrainingJob& job
   status["phase"] = "Succeeded";
   status["completionTime"] = now_text();
   if (std::optional<json> last = final_progress_status(
-          progress, status.value("progress", json()), job.spec.training.steps,
+          progress, status.value("progress", json()), finished, job.spec.training.steps,
           double(job.spec.global_batch) * job.spec.model.seq_len, now_text())) {
     status["progress"] = std::move(*last);
   }

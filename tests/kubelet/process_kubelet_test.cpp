@@ -285,6 +285,31 @@ TEST_F(ProcessKubeletTest, OnFailureRestartsUntilTheContainerSucceeds) {
   EXPECT_EQ(pod_file("retry", "count"), "3\n");
 }
 
+// What a container writes to its terminationMessagePath (the API server's default,
+// /dev/termination-log) is its terminated state's message, each run from a file of its own, cut
+// to the kubelet's 4096 bytes.
+TEST_F(ProcessKubeletTest, TheTerminationMessageFileBecomesTheTerminatedMessage) {
+  start(options());
+  create(shell_pod("said",
+                   "n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; "
+                   "if [ $n -eq 1 ]; then printf 'run 1 failed' > /dev/termination-log; exit 7; "
+                   "fi; cat /dev/termination-log; printf 'run %s done' $n >> /dev/termination-log",
+                   "OnFailure"));
+  json pod = watcher_->wait_for_phase("said", "Succeeded");
+  json main = container_status(pod);
+  EXPECT_EQ(main["lastState"]["terminated"]["message"], "run 1 failed");
+  EXPECT_EQ(main["state"]["terminated"]["message"], "run 2 done");
+  EXPECT_EQ(pod_file("said", "main.log"), "") << "the second run's file starts empty";
+
+  create(shell_pod("long", "head -c 5000 /dev/zero | tr '\\0' x > /dev/termination-log"));
+  json long_pod = watcher_->wait_for_phase("long", "Succeeded");
+  EXPECT_EQ(container_status(long_pod)["state"]["terminated"]["message"], std::string(4096, 'x'));
+
+  create(shell_pod("quiet", "true"));
+  json quiet = watcher_->wait_for_phase("quiet", "Succeeded");
+  EXPECT_FALSE(container_status(quiet)["state"]["terminated"].contains("message"));
+}
+
 TEST_F(ProcessKubeletTest, AlwaysRestartsThroughCrashLoopBackOff) {
   start(options());
   json created = create(shell_pod("loop", "exit 2", "Always"));

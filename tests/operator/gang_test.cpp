@@ -84,6 +84,25 @@ TEST(Gang, AllSucceededAndAnEarlyFinisherIsNotAFailedStart) {
   EXPECT_FALSE(state.all_succeeded());
 }
 
+// The stage container's termination message of each Succeeded pod, in rank order: other
+// containers' messages are not the stage's, and a pod with none gives "".
+TEST(Gang, SucceededPodsGiveTheStagesTerminationMessagesInRankOrder) {
+  std::map<std::string, std::vector<json>> pods = all("Succeeded");
+  const auto terminated = [](const std::string& container, const std::string& message) {
+    return json{{"name", container},
+                {"state", {{"terminated", {{"exitCode", 0}, {"message", message}}}}}};
+  };
+  pods["member-b"][0]["status"]["containerStatuses"] = {terminated("stage", "rank 0")};
+  pods["member-a"][0]["status"]["containerStatuses"] = {terminated("sidecar", "not mine"),
+                                                        terminated("stage", "rank 1")};
+  pods["member-b"][1]["status"]["containerStatuses"] = {terminated("sidecar", "not mine")};
+  pods["member-a"][1]["status"]["containerStatuses"] = {terminated("stage", "rank 3")};
+  const GangState state = observe_gang(tasklets(), "fables", pods, 2);
+  EXPECT_EQ(state.termination_messages,
+            (std::vector<std::string>{"rank 0", "rank 1", "", "rank 3"}));
+  EXPECT_TRUE(observe_gang(tasklets(), "fables", all("Running"), 2).termination_messages.empty());
+}
+
 TEST(Gang, APodTheKubeletRejectedForGpusFailsTheGang) {
   std::map<std::string, std::vector<json>> pods = all("Running");
   // As the kubelet's admission (and the process kubelet) writes it.

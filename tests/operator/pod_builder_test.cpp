@@ -159,8 +159,11 @@ TEST(BuildStageObjects, OneSecretConfigMapAndAPodPerTaskletInEachMember) {
   EXPECT_EQ(container["name"], "stage");
   EXPECT_EQ(container["image"], "tessel/stage:0.1.0");
   EXPECT_FALSE(container.contains("command"));  // the image's entrypoint is tessel-stage
-  EXPECT_EQ(container["args"],
-            json({"--job", "/etc/tessel/job/job.json", "--rank", "3", "--device", "auto"}));
+  EXPECT_EQ(container["args"], json({"--job", "/etc/tessel/job/job.json", "--rank", "3", "--device",
+                                     "auto", "--termination-log", "/dev/termination-log"}));
+  // The stage's final figures land where the kubelet reads the termination message from.
+  EXPECT_EQ(container["terminationMessagePath"], "/dev/termination-log");
+  EXPECT_EQ(container["terminationMessagePolicy"], "File");
   EXPECT_EQ(container["resources"], json::parse(R"({"requests": {"nvidia.com/gpu": "1"},
                                                     "limits": {"nvidia.com/gpu": "1"}})"));
   EXPECT_EQ(container["env"], json::parse(R"([{"name": "POD_IP", "valueFrom":

@@ -3,7 +3,8 @@
 // applied in the hub with the real kubectl train across the GPU nodes of two member clusters,
 // `kubectl get trainingjobs` shows their progress, and deleting one leaves nothing anywhere; a
 // job too big for the free GPUs waits Pending and starts when another ends; suspend then resume
-// continues the step count; a bad job is refused by kubectl with the field named.
+// continues the step count; an operator down as a job ends shows its final step from the pods;
+// a bad job is refused by kubectl with the field named.
 //
 // Steps are few (the example has 300) to keep each case within a minute or so on two loaded
 // cores; every time bound below is a generous timeout, not a measurement.
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -236,6 +238,53 @@ TEST_F(OperatorE2e, SuspendThenResumeContinuesTheStepCount) {
 
   const json done = wait_for_phase("pausable", "Succeeded", kTrainTimeout);
   EXPECT_EQ(progress_step(done), kSteps) << done["status"].dump();
+}
+
+// The operator is down from mid-training until after every stage pod has finished: the stages'
+// last progress events never reach an operator (they give up after 10 s and exit). The operator
+// started afterwards shows the final step and loss all the same, from what the stages left in
+// their pods' termination messages, instead of the step it last saw.
+TEST_F(OperatorE2e, AnOperatorDownAsTheJobEndsShowsTheFinalStepFromThePods) {
+  constexpr int kSteps = 300;
+  kubectl_ok({"apply", "-f", example_job("unseen", kSteps)});
+  json job;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        job = trainingjob("unseen");
+        return progress_step(job) >= 20;
+      },
+      kStartTimeout + kTrainTimeout))
+      << job.value("status", json::object()).dump();
+  operators_.at(0)->stop(SIGKILL);
+  const int64_t last_seen = progress_step(trainingjob("unseen"));
+  ASSERT_LT(last_seen, kSteps) << "the job ended before the operator was stopped";
+
+  std::vector<json> pods;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        pods = pods_in(0, job_selector("unseen"));
+        for (const json& pod : pods_in(1, job_selector("unseen"))) pods.push_back(pod);
+        return pods.size() == 4 && std::all_of(pods.begin(), pods.end(), [](const json& pod) {
+                 return pod.value("/status/phase"_json_pointer, "") == "Succeeded";
+               });
+      },
+      kTrainTimeout))
+      << "the stage pods did not all finish while the operator was down";
+  // Each stage pod says where training ended, as the kubelet copied it from the container.
+  for (const json& pod : pods) {
+    const json message = json::parse(
+        pod.value("/status/containerStatuses/0/state/terminated/message"_json_pointer, "null"),
+        nullptr, false);
+    EXPECT_EQ(message.value("/done/step"_json_pointer, int64_t{-1}), kSteps)
+        << pod["status"].dump();
+  }
+
+  restart_operator(0);
+  const json done = wait_for_phase("unseen", "Succeeded", kStartTimeout);
+  EXPECT_EQ(progress_step(done), kSteps)
+      << "it showed step " << last_seen << " before; " << done["status"].dump();
+  EXPECT_LT(done.value("/status/progress/loss"_json_pointer, 1e9), example_data_entropy())
+      << done["status"].dump();
 }
 
 TEST_F(OperatorE2e, ABadJobIsRefusedByKubectlWithTheFieldNamed) {

@@ -559,6 +559,24 @@ std::vector<std::pair<std::string, std::string>> container_environment(
   return environment;
 }
 
+std::string termination_message_file(const json& container, const std::string& pod_dir) {
+  const std::string path = string_at(container, "terminationMessagePath");
+  if (path.empty()) return "";
+  if (path[0] != '/' || path.find("/../") != std::string::npos || path.ends_with("/..")) {
+    throw ContainerConfigError("terminationMessagePath \"" + path +
+                               "\" must be an absolute path without ..");
+  }
+  return (fs::path(pod_dir) / "root" / string_at(container, "name")).string() + path;
+}
+
+std::string read_termination_message(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::string message(kMaxTerminationMessageBytes, '\0');
+  in.read(message.data(), static_cast<std::streamsize>(message.size()));
+  message.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return message;
+}
+
 ProcessSpec prepare_container(const json& container, const ContainerContext& context) {
   const std::string name = string_at(container, "name");
   const fs::path pod_dir(context.pod_dir);
@@ -566,7 +584,13 @@ ProcessSpec prepare_container(const json& container, const ContainerContext& con
   fs::remove_all(root);
   fs::create_directories(root);
   link_mounts(container, root, pod_dir / "volumes");
-  const std::vector<std::string> mounts = mount_paths(container);
+  std::vector<std::string> mounts = mount_paths(container);
+  if (const std::string file = termination_message_file(container, context.pod_dir);
+      !file.empty()) {
+    fs::create_directories(fs::path(file).parent_path());
+    std::ofstream(file, std::ios::trunc).close();
+    mounts.push_back(string_at(container, "terminationMessagePath"));
+  }
   const auto rewrite = [&](const std::string& text) {
     return rewrite_mount_paths(text, mounts, root.string());
   };

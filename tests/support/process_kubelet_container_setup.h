@@ -22,8 +22,12 @@
 //     parenthesis, < > | &) and ends the text, a '/' or a separator; /etc/tessel-other is not
 //     under /etc/tessel.
 // Nested mountPaths (one under another) are refused; readOnly is not enforced; subPath is
-// supported. Volume contents are written when the pod starts and not refreshed afterwards. No
-// termination message file is provided (terminationMessagePath is ignored).
+// supported. Volume contents are written when the pod starts and not refreshed afterwards.
+//
+// Termination message: the container's terminationMessagePath is an empty file at root + path,
+// made anew for each run of the container, and references to the path are rewritten as for a
+// mount. When the process exits, the kubelet reads the file into the container's terminated
+// state (policy File; FallbackToLogsOnError's use of the log is not modelled).
 #pragma once
 
 #include <cstdint>
@@ -122,7 +126,19 @@ struct ContainerContext {
 std::vector<std::pair<std::string, std::string>> container_environment(
     const nlohmann::json& container, const ContainerContext& context);
 
-// Creates the container's root with its mount symlinks and returns how to start its process:
+// The kubelet keeps at most this many bytes of a termination message.
+inline constexpr std::size_t kMaxTerminationMessageBytes = 4096;
+
+// The file standing for the container's terminationMessagePath (<pod dir>/root/<container> +
+// the path), or "" when it has none.
+std::string termination_message_file(const nlohmann::json& container, const std::string& pod_dir);
+
+// What the kubelet puts in the terminated state's message: the file's first
+// kMaxTerminationMessageBytes bytes ("" when it is missing or empty).
+std::string read_termination_message(const std::string& file);
+
+// Creates the container's root with its mount symlinks and termination message file, and
+// returns how to start its process:
 // command (or the image's entrypoint) + args, $(VAR)-expanded and mount-rewritten; the
 // environment with HOSTNAME, TESSEL_MOUNT_ROOT and the GPU variables added; workingDir under
 // the root (default: the pod dir); the log <pod dir>/<container>.log. Throws

@@ -285,6 +285,8 @@ void PodWorker::collect_exits() {
     termination.started_at = kube::format_rfc3339(container.process->started_at());
     termination.finished_at = kube::format_rfc3339(exit->finished_at);
     termination.container_id = container.view.container_id;
+    termination.message =
+        read_termination_message(termination_message_file(container.spec, pod_dir_));
     container.process.reset();
     log_.info("container exited",
               {{"container", container.view.name}, {"exitCode", exit->exit_code}});
