@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "proto/progress/termination_message.h"
-
 namespace tessel::controller {
 
 std::string format_eta(double seconds) {
@@ -73,13 +71,13 @@ bool training_finished(const JobProgress& progress) {
   return progress.world_size > 0 && progress.done == progress.world_size;
 }
 
-std::optional<FinishedFigures> finished_figures(const std::vector<std::string>& messages) {
-  std::optional<FinishedFigures> out;
+std::optional<FinalFigures> finished_figures(const std::vector<std::string>& messages) {
+  std::optional<FinalFigures> out;
   for (const std::string& message : messages) {
-    const std::optional<progress::FinalFigures> rank = progress::parse_termination_message(message);
+    const std::optional<FinalFigures> rank = progress::parse_termination_message(message);
     if (!rank) return std::nullopt;
     if (!out) {
-      out = FinishedFigures{rank->step, rank->loss, rank->last_checkpoint_step};
+      out = rank;
       continue;
     }
     if (rank->step < out->step) {
@@ -95,7 +93,7 @@ std::optional<FinishedFigures> finished_figures(const std::vector<std::string>& 
 
 std::optional<nlohmann::json> final_progress_status(const std::optional<JobProgress>& progress,
                                                     const nlohmann::json& shown,
-                                                    const std::optional<FinishedFigures>& finished,
+                                                    const std::optional<FinalFigures>& finished,
                                                     int64_t total_steps, double tokens_per_step,
                                                     const std::string& now) {
   const bool has_shown =

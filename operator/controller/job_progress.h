@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "proto/progress/termination_message.h"
+
 namespace tessel::controller {
 
 // One pipeline stage's figures of its latest step: those of the stage's slowest replica (see
@@ -76,12 +78,8 @@ bool training_finished(const JobProgress& progress);
 // (GangState::termination_messages): the least step of the ranks, that step's loss (NaN when
 // no rank that ended there trained it) and the least last checkpoint. nullopt unless every rank
 // left final figures (a message from another program, or none, says nothing of the job).
-struct FinishedFigures {
-  int64_t step = 0;
-  double loss = std::numeric_limits<double>::quiet_NaN();
-  int64_t last_checkpoint_step = -1;
-};
-std::optional<FinishedFigures> finished_figures(const std::vector<std::string>& messages);
+using progress::FinalFigures;
+std::optional<FinalFigures> finished_figures(const std::vector<std::string>& messages);
 
 // status.progress that ends a run (Succeeded, or Suspended with its pods gone), from the furthest
 // of three readings:
@@ -96,7 +94,7 @@ std::optional<FinishedFigures> finished_figures(const std::vector<std::string>& 
 // step paired with another step's loss. nullopt when there is none of the three.
 std::optional<nlohmann::json> final_progress_status(const std::optional<JobProgress>& progress,
                                                     const nlohmann::json& shown,
-                                                    const std::optional<FinishedFigures>& finished,
+                                                    const std::optional<FinalFigures>& finished,
                                                     int64_t total_steps, double tokens_per_step,
                                                     const std::string& now);
 

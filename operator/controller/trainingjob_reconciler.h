@@ -131,7 +131,7 @@ class TrainingJobReconciler {
   // termination messages); `ranks` for the message.
   kube::ReconcileResult succeed(const api::TrainingJob& job, nlohmann::json& status,
                                 const std::optional<JobProgress>& progress,
-                                const std::optional<FinishedFigures>& finished, int ranks);
+                                const std::optional<FinalFigures>& finished, int ranks);
   // A job whose attempt failed (Degraded True, for another reason than NodeNotReady) and was not
   // replaced yet: when a node of that attempt's placement is not Ready now, the node is the
   // cause. The reason becomes NodeNotReady naming it (the first reason kept in the message) and

@@ -12,7 +12,7 @@ using namespace trainingjob;
 
 kube::ReconcileResult TrainingJobReconciler::succeed(const api::TrainingJob& job, json& status,
                                                      const std::optional<JobProgress>& progress,
-                                                     const std::optional<FinishedFigures>& finished,
+                                                     const std::optional<FinalFigures>& finished,
                                                      int ranks) {
   const json& object = job.object;
   const int64_t generation = job.generation;

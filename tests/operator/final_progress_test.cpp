@@ -80,7 +80,7 @@ std::string left(int64_t step, const char* loss, int64_t checkpoint) {
 }
 
 TEST(FinalProgress, ThePodsFinalFiguresPastTheStatusAreWritten) {
-  const std::optional<FinishedFigures> finished =
+  const std::optional<FinalFigures> finished =
       finished_figures({left(40, "2.25", 40), left(40, "2.25", 40)});
   ASSERT_TRUE(finished.has_value());
   for (const std::optional<JobProgress>& behind :
@@ -130,16 +130,16 @@ TEST(FinalProgress, PodsNotPastTheStatusKeepTheStatus) {
   EXPECT_EQ((*last)["updatedAt"], "2026-11-26T18:00:00Z");
 }
 
-TEST(FinalProgress, FinishedFiguresAreTheLeastRanksAndNeedEveryRank) {
+TEST(FinalProgress, FinalFiguresAreTheLeastRanksAndNeedEveryRank) {
   // A rank that resumed at the end knows no loss; another rank that trained the step does.
-  const std::optional<FinishedFigures> mixed =
+  const std::optional<FinalFigures> mixed =
       finished_figures({left(40, "null", 40), left(40, "2.25", 36), left(40, "2.25", 40)});
   ASSERT_TRUE(mixed.has_value());
   EXPECT_EQ(mixed->step, 40);
   EXPECT_DOUBLE_EQ(mixed->loss, 2.25);
   EXPECT_EQ(mixed->last_checkpoint_step, 36) << "what every rank holds";
 
-  const std::optional<FinishedFigures> behind =
+  const std::optional<FinalFigures> behind =
       finished_figures({left(40, "2.25", 40), left(39, "2.5", 39)});
   ASSERT_TRUE(behind.has_value());
   EXPECT_EQ(behind->step, 39);
