@@ -5,11 +5,13 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -394,9 +396,13 @@ class TrainingJobReconcilerTest : public ::testing::Test {
   // at every poll. An object may change after a first read without the test asking (a Node read
   // at one resourceVersion just after add_node returned, then held at the next by the API and the
   // informers alike), so a snapshot taken once could never be caught up with.
+  //
+  // pods() merges two informers (this hub's pods, and every bound unfinished pod), while the
+  // reconciler finds a job's pods through the first one's index (pods_of_job). A bound pod can
+  // reach the second informer first, so each job pod must also be in that index, at its version.
   void sync_members() {
     for (int m = 0; m < 2; ++m) {
-      std::set<std::pair<std::string, std::string>> want, seen;
+      std::set<std::pair<std::string, std::string>> want, seen, unindexed;
       bool has_view = false;
       ASSERT_TRUE(eventually([&] {
         want = api_now(m);
@@ -404,18 +410,30 @@ class TrainingJobReconcilerTest : public ::testing::Test {
         has_view = view != nullptr;
         if (!view) return false;
         seen.clear();
+        unindexed.clear();
         for (const json& pod : view->pods()) {
-          if (kube::get_label(pod, kHubLabel) == run_ && kube::object_namespace(pod) == ns_)
-            seen.insert({kube::object_name(pod), kube::object_resource_version(pod)});
+          if (kube::get_label(pod, kHubLabel) != run_ || kube::object_namespace(pod) != ns_)
+            continue;
+          const std::pair<std::string, std::string> entry = {kube::object_name(pod),
+                                                             kube::object_resource_version(pod)};
+          seen.insert(entry);
+          const std::optional<std::string> uid = kube::get_label(pod, kJobUidLabel);
+          if (!uid) continue;
+          const std::vector<json> indexed = view->pods_of_job(*uid);
+          if (std::none_of(indexed.begin(), indexed.end(), [&](const json& p) {
+                return std::pair{kube::object_name(p), kube::object_resource_version(p)} == entry;
+              }))
+            unindexed.insert(entry);
         }
         for (const json& node : view->nodes()) {
           if (kube::get_label(node, kRunLabel) == run_)
             seen.insert({kube::object_name(node), kube::object_resource_version(node)});
         }
-        return seen == want;
+        return seen == want && unindexed.empty();
       })) << "the informers of "
           << kMembers[m] << " did not catch up: " << (has_view ? "" : "no view of the member; ")
-          << "the API held " << name_versions(want) << ", the informers " << name_versions(seen);
+          << "the API held " << name_versions(want) << ", the informers " << name_versions(seen)
+          << ", not yet in the job index " << name_versions(unindexed);
     }
   }
 
